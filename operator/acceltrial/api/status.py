@@ -1,0 +1,195 @@
+"""The AcceleratorTrial status: all progress of a trial lives here, so a restarted operator resumes.
+
+Only the operator writes it (through the status subresource). Numbers that could not be measured
+are absent, never NaN or zero.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
+
+Phase = Literal[
+    "Pending",
+    "Preflight",
+    "Progressing",
+    "Paused",
+    "Promoting",
+    "BakingIn",
+    "Promoted",
+    "RollingBack",
+    "RolledBack",
+    "Failed",
+    "Aborted",
+]
+PHASES: tuple[Phase, ...] = Phase.__args__  # type: ignore[attr-defined]
+TERMINAL_PHASES: frozenset[Phase] = frozenset({"Promoted", "RolledBack", "Failed", "Aborted"})
+
+Verdict = Literal["Pass", "Fail", "Inconclusive"]
+
+
+class Condition(ApiModel):
+    """A condition in the shape of metav1.Condition (kstatus-compatible)."""
+
+    type: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$", max_length=316)
+    """Ready, Progressing, Degraded, or a specific one such as SpecChangeRejected."""
+    status: Literal["True", "False", "Unknown"]
+    """Whether the condition holds."""
+    observed_generation: int | None = Field(default=None, ge=0)
+    """The metadata.generation the condition was set for."""
+    last_transition_time: datetime
+    """When the status last changed."""
+    reason: str = Field(pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$", max_length=1024)
+    """A CamelCase reason for programs."""
+    message: str = Field(default="", max_length=32768)
+    """A sentence for people."""
+
+
+class HttpRouteOriginal(ApiModel):
+    """An HTTPRoute rule's backendRefs as found before the trial changed them."""
+
+    name: ObjectName
+    """Name of the HTTPRoute."""
+    namespace: DnsLabel
+    """Namespace of the HTTPRoute."""
+    rule_index: int = Field(ge=0)
+    """Index of the rule."""
+    backend_refs: list[dict[str, Any]]
+    """The rule's backendRefs, verbatim."""
+
+
+class OriginalRouting(ApiModel):
+    """Routing as found before the first change; rollback restores exactly this."""
+
+    router: Literal["gatewayapi", "replicas"]
+    """The router that recorded it."""
+    http_route: HttpRouteOriginal | None = None
+    """The HTTPRoute rule, for the gatewayapi router."""
+    baseline_replicas: int | None = Field(default=None, ge=0)
+    """Replicas of the baseline Deployment before the trial."""
+
+
+class SampleCounts(ApiModel):
+    """Number of samples each variant contributed to a measurement."""
+
+    baseline: int = Field(default=0, ge=0)
+    """Samples of the baseline."""
+    candidate: int = Field(default=0, ge=0)
+    """Samples of the candidate."""
+
+
+class CriterionResult(ApiModel):
+    """One measurement of one criterion."""
+
+    criterion: DnsLabel
+    """Name of the criterion."""
+    step: int = Field(ge=0)
+    """Step (1-based) the measurement belongs to; 0 for the bake after promotion."""
+    weight: int = Field(ge=0, le=100)
+    """Candidate weight during the measurement."""
+    verdict: Verdict
+    """Pass, Fail or Inconclusive."""
+    baseline: float | None = None
+    """The baseline's value, when measured."""
+    candidate: float | None = None
+    """The candidate's value, when measured."""
+    ratio: float | None = None
+    """candidate / baseline, for relative criteria."""
+    samples: SampleCounts = SampleCounts()
+    """Samples behind the values."""
+    reason: str = Field(max_length=1024)
+    """One sentence a person can read."""
+    at: datetime
+    """When the measurement was taken."""
+
+
+class AnalysisCounts(ApiModel):
+    """Tallies of the current step's measurements, against the analysis limits."""
+
+    measurements: int = Field(default=0, ge=0)
+    """Measurements taken in this step."""
+    failures: int = Field(default=0, ge=0)
+    """Failed measurements in this step."""
+    inconclusive: int = Field(default=0, ge=0)
+    """Inconclusive measurements in this step."""
+    consecutive_errors: int = Field(default=0, ge=0)
+    """Measurement errors in a row."""
+
+
+class VariantEconomics(ApiModel):
+    """Cost figures of one variant."""
+
+    cost_per_hour: float | None = Field(default=None, ge=0)
+    """What the variant's pods cost per hour, in USD."""
+    observed_cost_per_million_tokens: float | None = Field(default=None, ge=0)
+    """Cost per 1M generated tokens at the traffic it actually served."""
+    observed_cost_per_thousand_requests: float | None = Field(default=None, ge=0)
+    """Cost per 1k successful requests at the traffic it actually served."""
+    projected_cost_per_million_tokens: float | None = Field(default=None, ge=0)
+    """Cost per 1M tokens projected at the production share and the target utilization."""
+    projected_cost_per_thousand_requests: float | None = Field(default=None, ge=0)
+    """Cost per 1k requests projected at the production share and the target utilization."""
+    utilization: float | None = Field(default=None, ge=0)
+    """Measured accelerator utilization (0..1)."""
+
+
+class EconomicsStatus(ApiModel):
+    """Summary of the cost comparison; the full figures are in the report."""
+
+    baseline: VariantEconomics | None = None
+    """The baseline's figures."""
+    candidate: VariantEconomics | None = None
+    """The candidate's figures."""
+    projected_monthly_savings: float | None = None
+    """Monthly cost of all traffic on the baseline minus on the candidate, in USD."""
+    payback_months: float | None = Field(default=None, ge=0)
+    """Months until the savings repay the migration cost."""
+
+
+class Decision(ApiModel):
+    """The outcome of the trial and why."""
+
+    verdict: Literal["promote", "rollback", "abort"]
+    """promote, rollback or abort."""
+    reason: str = Field(max_length=4096)
+    """Why, with the numbers, e.g. 'p99-latency 1.34x baseline (limit 1.10) at 25%'."""
+    at: datetime
+    """When it was decided."""
+
+
+class TrialStatus(ApiModel):
+    """Observed state of the trial."""
+
+    phase: Phase | None = None
+    """Pending, Preflight, Progressing, Paused, Promoting, BakingIn, Promoted, RollingBack,
+    RolledBack, Failed or Aborted."""
+    observed_generation: int | None = Field(default=None, ge=0)
+    """The metadata.generation last acted on."""
+    step: int | None = Field(default=None, ge=0)
+    """The current step (1-based); 0 before the first step."""
+    canary_weight: int | None = Field(default=None, ge=0, le=100)
+    """Percentage of traffic the candidate receives now."""
+    criteria_hash: str | None = Field(default=None, max_length=128)
+    """Hash of spec.steps and spec.analysis frozen when the trial started."""
+    started_at: datetime | None = None
+    """When the trial started."""
+    step_started_at: datetime | None = None
+    """When the current step (or bake) started."""
+    original: OriginalRouting | None = None
+    """Routing as found before the first change."""
+    analysis: list[CriterionResult] | None = Field(default=None, max_length=256)
+    """The most recent measurements, newest last."""
+    counts: AnalysisCounts | None = None
+    """Tallies of the current step against the analysis limits."""
+    economics: EconomicsStatus | None = None
+    """Cost comparison summary."""
+    decision: Decision | None = None
+    """The outcome, once decided."""
+    message: str | None = Field(default=None, max_length=4096)
+    """What the trial is doing now, for people."""
+    conditions: list[Condition] | None = Field(default=None, max_length=32)
+    """Ready, Progressing, Degraded and specific conditions, with observedGeneration."""

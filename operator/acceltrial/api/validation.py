@@ -1,0 +1,203 @@
+"""Validation of AcceleratorTrial manifests, with one readable problem per mistake.
+
+Two layers, as on the API server: the schema (types, enums, ranges, unknown fields: the pydantic
+models, in strict mode so ``"5"`` is not an integer) and the CEL rules of the generated CRD,
+evaluated on the defaulted object. Each problem names the field path the way Kubernetes does
+(``spec.steps[1].weight``) and says what is expected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from acceltrial.api.cel import Schema, apply_defaults, check_rules
+from acceltrial.api.crd import open_api_schema
+from acceltrial.api.trial import API_VERSION, GROUP, KIND, AcceleratorTrial
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a manifest: where, and what is expected instead."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document of a file, with its position for messages."""
+
+    index: int
+    body: Any
+
+
+class ManifestLoader(yaml.SafeLoader):
+    """YAML as Kubernetes reads it: timestamps stay strings."""
+
+
+ManifestLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_documents(text: str) -> Iterator[Document]:
+    """Yield the non-empty documents of a YAML stream; raises yaml.YAMLError on bad YAML."""
+    for index, body in enumerate(yaml.load_all(text, Loader=ManifestLoader), start=1):
+        if body is not None:
+            yield Document(index, body)
+
+
+def is_trial_candidate(body: Any) -> bool:
+    """Whether a document is meant as an AcceleratorTrial (other kinds in a file are skipped)."""
+    if not isinstance(body, dict):
+        return True
+    api_version = body.get("apiVersion")
+    return not isinstance(api_version, str) or api_version.split("/")[0] == GROUP
+
+
+def validate_trial(body: Any) -> list[Problem]:
+    """All problems of one AcceleratorTrial document; empty when it is valid."""
+    if not isinstance(body, dict):
+        return [Problem("", f"expected an {KIND} object (a mapping), got {_kind_of(body)}")]
+    problems = _schema_problems(body) + _metadata_problems(body)
+    spec = body.get("spec")
+    if isinstance(spec, dict):
+        problems += _rule_problems(spec, [p.path for p in problems])
+    return _unique(problems)
+
+
+def _schema_problems(body: dict[str, Any]) -> list[Problem]:
+    try:
+        AcceleratorTrial.model_validate_json(json.dumps(body, default=str), strict=True)
+    except ValidationError as error:
+        return [_problem_from(detail) for detail in error.errors(include_url=False)]
+    return []
+
+
+def _metadata_problems(body: dict[str, Any]) -> list[Problem]:
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict) or not (metadata.get("name") or metadata.get("generateName")):
+        return [Problem("metadata.name", "required: give the trial a name")]
+    return []
+
+
+def _rule_problems(spec: dict[str, Any], schema_problem_paths: list[str]) -> list[Problem]:
+    spec_schema = _spec_schema()
+    violations = check_rules(spec_schema, apply_defaults(spec_schema, spec), "spec")
+    # A rule over an object that already has a schema problem inside it judges bad data; the
+    # schema problem is the cause to report.
+    return [
+        Problem(v.path, v.message)
+        for v in violations
+        if not (v.evaluation_error and schema_problem_paths)
+        and not any(_within(path, v.path) for path in schema_problem_paths)
+    ]
+
+
+def _within(path: str, ancestor: str) -> bool:
+    return path == ancestor or path.startswith((ancestor + ".", ancestor + "["))
+
+
+@lru_cache(maxsize=1)
+def _spec_schema() -> Schema:
+    spec: Schema = open_api_schema()["properties"]["spec"]
+    return spec
+
+
+def _problem_from(detail: ErrorDetails) -> Problem:
+    path = format_path(detail["loc"])
+    return Problem(path, _message(detail, path))
+
+
+def _message(detail: ErrorDetails, path: str) -> str:
+    kind = detail["type"]
+    ctx = detail.get("ctx", {})
+    got = f" (got {_short(detail.get('input'))})"
+    if kind in _BOUND_WORDS:
+        word, key = _BOUND_WORDS[kind]
+        return f"must be {word} {ctx.get(key)}{got}"
+    if kind in _TYPE_WORDS:
+        return f"expected {_TYPE_WORDS[kind]}{got}"
+    if kind in ("too_short", "too_long"):
+        return _length_message(kind, ctx, detail.get("input"))
+    if kind == "literal_error":
+        expected = _FIXED_VALUES.get(path, f"one of {ctx.get('expected', '')}")
+        return f"must be {expected}{got}"
+    if kind in _FIXED_MESSAGES:
+        return _FIXED_MESSAGES[kind]
+    return f"{detail['msg']}{got}"
+
+
+_FIXED_VALUES = {"apiVersion": API_VERSION, "kind": KIND}
+_FIXED_MESSAGES = {
+    "missing": "required field is missing",
+    "extra_forbidden": "unknown field: not part of the AcceleratorTrial API; check spelling",
+}
+_BOUND_WORDS = {
+    "greater_than_equal": ("at least", "ge"),
+    "greater_than": ("greater than", "gt"),
+    "less_than_equal": ("at most", "le"),
+    "less_than": ("less than", "lt"),
+}
+_TYPE_WORDS = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "model_type": "an object (a mapping of fields)",
+    "model_attributes_type": "an object (a mapping of fields)",
+    "dict_type": "an object (a mapping of fields)",
+    "list_type": "a list",
+}
+
+
+def _length_message(kind: str, ctx: dict[str, Any], given: Any) -> str:
+    if isinstance(given, list):
+        if kind == "too_short":
+            return f"needs at least {ctx.get('min_length')} item(s), got {len(given)}"
+        return f"takes at most {ctx.get('max_length')} items, got {len(given)}"
+    if kind == "too_short":
+        return f"must not be empty (at least {ctx.get('min_length')} character(s))"
+    return f"must be at most {ctx.get('max_length')} characters"
+
+
+def format_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as a Kubernetes field path: ``spec.steps[1].weight``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path = f"{path}.{part}" if path else str(part)
+    return path
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind_of(value: Any) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    return list(dict.fromkeys(problems))

@@ -1,0 +1,9 @@
+"""Thin kopf handlers: the top layer. ``kopf run -m acceltrial.handlers`` registers them all.
+
+Handlers read the object into plain values, call the engine and apply what it decides; no
+decision is made here.
+"""
+
+from acceltrial.handlers import startup, trials
+
+__all__ = ["startup", "trials"]

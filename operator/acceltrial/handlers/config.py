@@ -1,0 +1,36 @@
+"""The operator's own settings, read once from the environment (the Helm chart sets them)."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+class OperatorConfig(BaseModel):
+    """Settings of the running operator."""
+
+    log_level: LogLevel = "info"
+    metrics_port: int = Field(default=8080, ge=0, le=65535)
+
+
+class ConfigError(Exception):
+    """An environment variable holds a value the operator cannot use."""
+
+
+def config_from_env(environ: dict[str, str] | None = None) -> OperatorConfig:
+    """Read ``ACCELTRIAL_*`` variables; raise ConfigError naming the variable on a bad value."""
+    env = os.environ if environ is None else environ
+    raw = {
+        "log_level": env.get("ACCELTRIAL_LOG_LEVEL", "info").lower(),
+        "metrics_port": env.get("ACCELTRIAL_METRICS_PORT", "8080"),
+    }
+    try:
+        return OperatorConfig.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        variable = "ACCELTRIAL_" + str(first["loc"][0]).upper()
+        raise ConfigError(f"{variable}: {first['msg']} (got {first.get('input')!r})") from None

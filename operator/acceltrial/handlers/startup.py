@@ -1,0 +1,34 @@
+"""Operator start-up: logging, where kopf keeps its bookkeeping, and the metrics endpoint."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from acceltrial.handlers.config import config_from_env
+from acceltrial.handlers.metrics import serve_metrics
+
+ANNOTATION_PREFIX = "acceltrial.dev"
+
+
+def configure(settings: kopf.OperatorSettings) -> None:
+    """Keep kopf's progress and diff-base in annotations: status holds only the API's fields."""
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
+        prefix=ANNOTATION_PREFIX
+    )
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
+    )
+    settings.persistence.finalizer = f"{ANNOTATION_PREFIX}/finalizer"
+    settings.posting.level = logging.INFO
+
+
+@kopf.on.startup()
+def on_startup(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> None:
+    config = config_from_env()
+    logging.getLogger().setLevel(config.log_level.upper())
+    configure(settings)
+    port = serve_metrics(config.metrics_port)
+    logger.info("acceltrial metrics on port %d", port)

@@ -1,0 +1,45 @@
+"""Handlers of AcceleratorTrial objects: admission of the spec, reported in status.
+
+The trial lifecycle (preflight, steps, promotion, rollback) is not part of this release; a valid
+trial stays Pending and the cluster is not touched.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+from pydantic import TypeAdapter, ValidationError
+
+from acceltrial.api.status import Condition
+from acceltrial.api.trial import GROUP, PLURAL, VERSION
+from acceltrial.engine.admission import admit
+from acceltrial.handlers.metrics import ADMISSIONS
+
+_CONDITIONS = TypeAdapter(list[Condition])
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
+def admit_trial(body: kopf.Body, patch: kopf.Patch, meta: kopf.Meta, **_: Any) -> None:
+    generation = meta.get("generation")
+    admission = admit(dict(body), _current_conditions(body), generation, datetime.now(UTC))
+    ADMISSIONS.labels(result="valid" if admission.valid else "invalid").inc()
+    patch.status["phase"] = body.get("status", {}).get("phase") or "Pending"
+    patch.status["observedGeneration"] = generation
+    patch.status["message"] = admission.message
+    patch.status["conditions"] = [
+        c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in admission.conditions
+    ]
+    if not admission.valid:
+        kopf.warn(body, reason="InvalidSpec", message=admission.message)
+
+
+def _current_conditions(body: kopf.Body) -> list[Condition]:
+    raw = body.get("status", {}).get("conditions") or []
+    try:
+        return _CONDITIONS.validate_python(raw)
+    except ValidationError:
+        return []  # unreadable conditions are rewritten from scratch

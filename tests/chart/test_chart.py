@@ -1,0 +1,112 @@
+"""The Helm chart, rendered by the real helm: hardened pod, least-privilege RBAC, optional CRDs."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, tool
+
+CHART = REPO / "charts" / "acceltrial"
+ROLE_ARN = "arn:aws:iam::123456789012:role/acceltrial"
+
+
+def render(*values: str) -> dict[str, dict[str, Any]]:
+    args = [tool("helm"), "template", "acceltrial", str(CHART), "--namespace", "acceltrial-system"]
+    args += ["--kube-version", "1.33.0"]
+    for value in values:
+        args += ["--set", value]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    return {doc["kind"]: doc for doc in yaml.safe_load_all(out) if doc}
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, dict[str, Any]]:
+    return render(f"serviceAccount.irsaRoleArn={ROLE_ARN}")
+
+
+def test_lints_strictly() -> None:
+    result = subprocess.run(
+        [tool("helm"), "lint", "--strict", str(CHART)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_renders_every_object(rendered: dict[str, dict[str, Any]]) -> None:
+    assert set(rendered) == {
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Service",
+        "Deployment",
+    }
+
+
+def test_rbac_has_no_wildcards(rendered: dict[str, dict[str, Any]]) -> None:
+    for rule in rendered["ClusterRole"]["rules"]:
+        for key in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[key], rule
+        assert not {"delete", "deletecollection", "escalate", "bind", "impersonate"} & set(
+            rule["verbs"]
+        ), rule
+
+
+def test_operator_pod_is_hardened(rendered: dict[str, dict[str, Any]]) -> None:
+    pod = rendered["Deployment"]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert container["resources"]["requests"]["cpu"]
+    assert container["resources"]["requests"]["memory"]
+    assert container["args"][:2] == ["run", "--standalone"]
+    assert container["args"][-2:] == ["-m", "acceltrial.handlers"]
+
+
+def test_irsa_role_lands_on_the_service_account(rendered: dict[str, dict[str, Any]]) -> None:
+    annotations = rendered["ServiceAccount"]["metadata"]["annotations"]
+    assert annotations["eks.amazonaws.com/role-arn"] == ROLE_ARN
+
+
+def test_metrics_service_targets_the_metrics_port(rendered: dict[str, dict[str, Any]]) -> None:
+    (port,) = rendered["Service"]["spec"]["ports"]
+    assert port["targetPort"] == "metrics"
+    container = rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "metrics", "containerPort": port["port"], "protocol": "TCP"} in container[
+        "ports"
+    ]
+
+
+def test_crd_is_the_generated_one_and_optional(rendered: dict[str, dict[str, Any]]) -> None:
+    generated = yaml.safe_load(
+        (REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text()
+    )
+    crd = rendered["CustomResourceDefinition"]
+    assert crd["spec"] == generated["spec"]
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert "CustomResourceDefinition" not in render("crds.install=false")
+
+
+def test_watched_namespaces_replace_all_namespaces() -> None:
+    rendered = render("watchNamespaces={serving,ml}")
+    args = rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--all-namespaces" not in args
+    assert {"--namespace=serving", "--namespace=ml"} <= set(args)
+
+
+def test_values_schema_refuses_a_typo() -> None:
+    result = subprocess.run(
+        [tool("helm"), "template", "x", str(CHART), "--set", "metrics.prot=9000"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "prot" in result.stderr

@@ -1,0 +1,39 @@
+"""What the operator process sets up at start: configuration, kopf storage, the metrics endpoint."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import kopf
+import pytest
+
+from acceltrial.handlers.config import ConfigError, config_from_env
+from acceltrial.handlers.metrics import serve_metrics
+from acceltrial.handlers.startup import configure
+
+
+def test_config_defaults_and_overrides() -> None:
+    assert config_from_env({}).metrics_port == 8080
+    config = config_from_env({"ACCELTRIAL_LOG_LEVEL": "DEBUG", "ACCELTRIAL_METRICS_PORT": "9000"})
+    assert (config.log_level, config.metrics_port) == ("debug", 9000)
+
+
+def test_bad_config_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match="ACCELTRIAL_METRICS_PORT"):
+        config_from_env({"ACCELTRIAL_METRICS_PORT": "eighty"})
+
+
+def test_kopf_keeps_its_bookkeeping_out_of_status() -> None:
+    settings = kopf.OperatorSettings()
+    configure(settings)
+    assert isinstance(settings.persistence.progress_storage, kopf.AnnotationsProgressStorage)
+    assert isinstance(settings.persistence.diffbase_storage, kopf.AnnotationsDiffBaseStorage)
+    assert settings.persistence.finalizer == "acceltrial.dev/finalizer"
+
+
+def test_metrics_endpoint_serves_build_info() -> None:
+    port = serve_metrics(0, address="127.0.0.1")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    assert 'acceltrial_build_info{version="' in text
+    assert "acceltrial_admissions_total" in text or "# TYPE acceltrial_admissions" in text

@@ -67,6 +67,14 @@ MetricName = Literal[
 ]
 
 
+def _placeholder_rule() -> dict[str, str]:
+    escaped = QUERY_TEMPLATE_PATTERN.replace("\\", "\\\\")  # CEL string literal escapes
+    return cel(
+        f"self.matches('{escaped}')",
+        f"a query template may use only the placeholders {PLACEHOLDER_HINT}",
+    )
+
+
 class ObjectRef(ApiModel):
     """A reference to an object in the trial's namespace."""
 
@@ -269,15 +277,19 @@ class Criterion(ApiModel):
         default=None,
         min_length=1,
         max_length=4096,
-        json_schema_extra=cel_rules(
-            cel(
-                f"self.matches('{QUERY_TEMPLATE_PATTERN.replace(chr(92), chr(92) * 2)}')",
-                f"a query template may use only the placeholders {PLACEHOLDER_HINT}",
-            )
-        ),
+        json_schema_extra=cel_rules(_placeholder_rule()),
     )
     """Your own PromQL template returning one series per variant; placeholders are rendered once
     per variant."""
+    requests_query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        json_schema_extra=cel_rules(_placeholder_rule()),
+    )
+    """For minRequests with your own query: PromQL counting the requests a variant served in the
+    window (e.g. sum(increase(http_requests_total{pod=~"{{pods}}"}[{{interval}}]))). Presets
+    bring their own."""
     absolute: Bounds | None = None
     """Limits on the candidate's value."""
     relative: RelativeBounds | None = None
@@ -355,6 +367,11 @@ class AnalysisSpec(ApiModel):
             cel(
                 "self.preset != 'custom' || self.criteria.all(c, has(c.query))",
                 "with preset custom every criterion needs its own query",
+            ),
+            cel(
+                "self.preset != 'custom' || "
+                "self.criteria.all(c, !has(c.minRequests) || has(c.requestsQuery))",
+                "with preset custom a criterion with minRequests needs a requestsQuery",
             ),
         )
     )

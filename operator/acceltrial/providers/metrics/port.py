@@ -1,0 +1,87 @@
+"""The metrics port: what the analysis needs from a metrics backend, and how a plan is run on it.
+
+A backend answers instant and range queries with series; :func:`collect` runs an analysis plan
+against any backend and turns each answer into the engine's :class:`Reading`, errors included, so
+the engine can judge a failed query as inconclusive instead of crashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from acceltrial.engine.analysis import PART_LABEL, MeasurementWindow, PlannedQuery, Reading
+from acceltrial.engine.queries import Variant
+
+
+@dataclass(frozen=True)
+class Series:
+    """One time series of a query result: its labels and ``(timestamp, value)`` samples."""
+
+    labels: Mapping[str, str]
+    samples: tuple[tuple[float, float], ...]
+
+
+class MetricsError(Exception):
+    """A query could not be answered; the message says why, for a person."""
+
+
+class MetricsSource(Protocol):
+    """A metrics backend that answers PromQL."""
+
+    def instant(self, query: str, at: datetime) -> list[Series]:
+        """The value of ``query`` at ``at``: one sample per series."""
+        ...
+
+    def range(
+        self, query: str, start: datetime, end: datetime, step_seconds: float
+    ) -> list[Series]:
+        """The values of ``query`` from ``start`` to ``end`` every ``step_seconds``."""
+        ...
+
+
+@dataclass
+class Collection:
+    """The readings of one measurement, and how many queries it took."""
+
+    readings: dict[tuple[str, Variant], Reading] = field(default_factory=dict)
+    queries: int = 0
+
+
+def collect(
+    planned: Sequence[PlannedQuery], source: MetricsSource, window: MeasurementWindow
+) -> Collection:
+    """Run every planned query once and keep its reading."""
+    collection = Collection()
+    for query in planned:
+        collection.queries += 1
+        try:
+            if query.mode == "range":
+                series = source.range(
+                    query.promql, window.start, window.end, window.resolution_seconds
+                )
+            else:
+                series = source.instant(query.promql, window.end)
+        except MetricsError as error:
+            reading = Reading(error=str(error))
+        else:
+            reading = to_reading(series, query)
+        collection.readings[(query.criterion, query.variant)] = reading
+    return collection
+
+
+def to_reading(series: Sequence[Series], query: PlannedQuery) -> Reading:
+    """A query's series as a Reading: values, series count and, if asked, the request count."""
+    requests: float | None = None
+    if query.with_requests:
+        counted = [s for s in series if s.labels.get(PART_LABEL) == "requests"]
+        series = [s for s in series if s.labels.get(PART_LABEL) != "requests"]
+        if len(counted) == 1 and counted[0].samples:
+            requests = counted[0].samples[-1][1]
+    if query.mode == "range":
+        values = tuple(v for _, v in series[0].samples) if len(series) == 1 else ()
+    else:
+        values = tuple(s.samples[-1][1] for s in series if s.samples)
+    return Reading(values=values, series=len(series), requests=requests)

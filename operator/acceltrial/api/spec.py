@@ -306,14 +306,13 @@ class Criterion(ApiModel):
 
 
 class SigV4Auth(ApiModel):
-    """AWS SigV4 signing, as Amazon Managed Service for Prometheus requires."""
+    """AWS SigV4 signing, as Amazon Managed Service for Prometheus requires, with the operator's
+    own credentials (its IRSA role on EKS)."""
 
     region: AwsRegion
     """Region of the workspace."""
     service: str = Field(default="aps", min_length=1, max_length=32)
     """Service name to sign for."""
-    role_arn: str | None = Field(default=None, pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$")
-    """Role to assume before signing; defaults to the operator's own credentials (IRSA)."""
 
 
 class PrometheusAuth(ApiModel):

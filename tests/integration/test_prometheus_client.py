@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -25,6 +22,7 @@ from acceltrial.providers.metrics.prometheus import (
     QueryTimeout,
     sigv4_signer,
 )
+from tests.integration.http_stub import http_server
 from tests.integration.prometheus_server import running_prometheus
 
 VECTOR = {"status": "success", "data": {"resultType": "vector", "result": [
@@ -33,35 +31,6 @@ VECTOR = {"status": "success", "data": {"resultType": "vector", "result": [
 ]}}  # fmt: skip
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
-
-Responder = Callable[[BaseHTTPRequestHandler, bytes], tuple[int, bytes]]
-
-
-@contextmanager
-def http_server(respond: Responder) -> Iterator[str]:
-    """A loopback HTTP server answering POSTs with ``respond(handler, body)``."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            status, payload = respond(self, body)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *_: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_nan_and_infinity_strings_are_parsed() -> None:

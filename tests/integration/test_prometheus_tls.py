@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from acceltrial.api.spec import PrometheusSpec
 from acceltrial.providers.metrics.factory import MissingSecret, ResolvedSecrets, client_for
 from acceltrial.providers.metrics.prometheus import PrometheusUnreachable
+from tests.integration.http_stub import http_server
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
@@ -38,27 +37,10 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def https_url(certificate: tuple[Path, Path]) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(EMPTY)))
-            self.end_headers()
-            self.wfile.write(EMPTY)
-
-        def log_message(self, *_: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(*map(str, certificate))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"https://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(lambda _h, _b: (200, EMPTY), tls=context) as url:
+        yield url
 
 
 def spec(address: str, **extra: object) -> PrometheusSpec:

@@ -118,6 +118,10 @@ class AnalysisCounts(ApiModel):
     """Inconclusive measurements in this step."""
     consecutive_errors: int = Field(default=0, ge=0)
     """Measurement errors in a row."""
+    passes: int = Field(default=0, ge=0)
+    """Passing measurements in this step."""
+    last_outcome: Literal["Pass", "Fail", "Inconclusive", "Error"] | None = None
+    """Outcome of the latest measurement of this step; a step advances only after a Pass."""
 
 
 class VariantEconomics(ApiModel):
@@ -179,6 +183,11 @@ class TrialStatus(ApiModel):
     """When the trial started."""
     step_started_at: datetime | None = None
     """When the current step (or bake) started."""
+    last_measurement_at: datetime | None = None
+    """When the latest measurement was taken."""
+    pause_reason: Literal["User", "Inconclusive", "AwaitingApproval"] | None = None
+    """Why the trial is Paused: a person paused it, too many inconclusive measurements, or the
+    last step waits for approval."""
     original: OriginalRouting | None = None
     """Routing as found before the first change."""
     analysis: list[CriterionResult] | None = Field(default=None, max_length=256)

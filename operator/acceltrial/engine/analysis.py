@@ -341,6 +341,8 @@ def tally(counts: AnalysisCounts, outcome: RoundOutcome) -> AnalysisCounts:
         failures=counts.failures + (outcome == "Fail"),
         inconclusive=counts.inconclusive + (outcome == "Inconclusive"),
         consecutive_errors=counts.consecutive_errors + 1 if outcome == "Error" else 0,
+        passes=counts.passes + (outcome == "Pass"),
+        last_outcome=outcome,
     )
 
 

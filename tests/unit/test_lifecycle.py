@@ -1,0 +1,327 @@
+"""The trial state machine: scenarios tick by tick, and properties over random histories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acceltrial.api.spec import TrialSpec
+from acceltrial.api.status import OriginalRouting, TrialStatus
+from acceltrial.engine.analysis import RoundOutcome
+from acceltrial.engine.lifecycle import (
+    Action,
+    ClearUserAction,
+    DeployCandidate,
+    Measurement,
+    Observation,
+    RemoveCandidate,
+    RestoreRouting,
+    ScaleBaselineToZero,
+    SetWeight,
+    TickResult,
+    UserAction,
+    decide,
+    measurement_due,
+    on_delete,
+)
+
+T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+ORIGINAL = OriginalRouting.model_validate(
+    {
+        "router": "gatewayapi",
+        "httpRoute": {
+            "name": "llama3",
+            "namespace": "serving",
+            "ruleIndex": 0,
+            "backendRefs": [{"name": "llama3-gpu", "port": 8000, "weight": 1}],
+        },
+    }
+)
+
+
+def make_spec(**overrides: Any) -> TrialSpec:
+    body: dict[str, Any] = {
+        "baseline": {"deploymentRef": {"name": "llama3-gpu"}, "instanceType": "g5.2xlarge"},
+        "candidate": {"image": "neuron:1", "instanceType": "inf2.8xlarge", "neuronCores": 2},
+        "traffic": {"router": "gatewayapi", "gatewayapi": {"httpRouteRef": {"name": "llama3"}}},
+        "steps": [
+            {"weight": 5, "duration": "2m"},
+            {"weight": 25, "duration": "2m"},
+            {"weight": 50, "duration": "2m"},
+        ],
+        "analysis": {
+            "interval": "1m",
+            "prometheus": {"address": "http://p:9090"},
+            "criteria": [{"name": "errors", "metric": "error_ratio", "absolute": {"max": 0.01}}],
+            "failureLimit": 0,
+            "inconclusiveLimit": 1,
+        },
+        "promotion": {"mode": "automatic", "bakeTime": "2m"},
+        "progressDeadline": "5m",
+    }
+    for key, value in overrides.items():
+        body[key] = {**body[key], **value} if isinstance(value, dict) else value
+    return TrialSpec.model_validate(body)
+
+
+@dataclass
+class Driver:
+    """Plays the handler: observes, measures when due, applies what the engine decides."""
+
+    spec: TrialSpec
+    status: TrialStatus = field(default_factory=TrialStatus)
+    now: datetime = T0
+    candidate_available: bool = True
+    history: list[TickResult] = field(default_factory=list)
+
+    def tick(
+        self,
+        outcome: RoundOutcome | None = "Pass",
+        action: UserAction | None = None,
+        observed_weight: int | None = None,
+        advance: timedelta = timedelta(minutes=1),
+        problems: tuple[str, ...] = (),
+    ) -> TickResult:
+        self.now += advance
+        due = measurement_due(self.spec, self.status, self.now)
+        measured = Measurement(outcome, f"errors: {outcome.lower()}") if due and outcome else None
+        observation = Observation(
+            now=self.now,
+            generation=1,
+            preflight_problems=problems,
+            routing=ORIGINAL,
+            observed_weight=observed_weight,
+            candidate_available=self.candidate_available,
+            measurement=measured,
+            action=action,
+        )
+        result = decide(self.spec, self.status, observation)
+        assert decide(self.spec, self.status, observation) == result, "decide is deterministic"
+        self.status = result.status
+        self.history.append(result)
+        return result
+
+    def run_until(self, phase: str, limit: int = 40, **tick: Any) -> None:
+        for _ in range(limit):
+            if self.status.phase == phase:
+                return
+            self.tick(**tick)
+        raise AssertionError(f"never reached {phase}; stuck in {self.status.phase}")
+
+    def actions(self) -> list[Action]:
+        return [a for result in self.history for a in result.actions]
+
+    def weights(self) -> list[int]:
+        return [a.weight for a in self.actions() if isinstance(a, SetWeight)]
+
+
+def condition(status: TrialStatus, type_: str) -> tuple[str, str] | None:
+    found = next((c for c in status.conditions or [] if c.type == type_), None)
+    return None if found is None else (found.status, found.reason)
+
+
+def test_a_good_candidate_is_promoted_step_by_step() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Promoted")
+    assert driver.weights() == [5, 25, 50, 100]
+    actions = driver.actions()
+    assert actions[0] == DeployCandidate()
+    assert actions[-1] == ScaleBaselineToZero()
+    assert RestoreRouting() not in actions
+    status = driver.status
+    assert status.original == ORIGINAL
+    assert status.decision is not None
+    assert status.decision.verdict == "promote"
+    assert condition(status, "Ready") == ("True", "Promoted")
+    assert condition(status, "Progressing") == ("False", "Promoted")
+    phases = [e.reason for r in driver.history for e in r.events]
+    assert phases == [
+        "Preflight", "Progressing", "Promoting", "BakingIn", "Promoted"
+    ]  # fmt: skip
+
+
+def test_preflight_failure_changes_nothing() -> None:
+    driver = Driver(make_spec())
+    driver.tick(outcome=None)
+    driver.tick(outcome=None, problems=("baseline Deployment llama3-gpu not found",))
+    assert driver.status.phase == "Failed"
+    assert [a for a in driver.actions() if not isinstance(a, ClearUserAction)] == []
+    assert condition(driver.status, "Degraded") == ("True", "Failed")
+    assert "llama3-gpu not found" in (driver.status.message or "")
+
+
+def test_a_failed_measurement_rolls_back_and_restores_routing() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()  # candidate available: step 1
+    for _ in range(3):
+        driver.tick()  # step 1 passes after its 2 minutes
+    assert driver.status.step == 2
+    driver.tick(outcome="Fail")
+    assert driver.status.phase == "RollingBack"
+    driver.tick(outcome=None)
+    assert driver.status.phase == "RolledBack"
+    assert driver.history[-1].actions == (RestoreRouting(), RemoveCandidate())
+    assert driver.status.canary_weight == 0
+    assert driver.status.original == ORIGINAL
+    decision = driver.status.decision
+    assert decision is not None
+    assert decision.verdict == "rollback"
+    assert decision.reason.endswith("at 25%")
+    assert condition(driver.status, "Degraded") == ("True", "RolledBack")
+
+
+def test_no_data_never_advances_and_pauses_past_the_limit() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()  # step 1 at 5%
+    driver.tick(outcome="Inconclusive")
+    driver.tick(outcome="Inconclusive")  # 2 > inconclusiveLimit 1
+    assert driver.status.phase == "Paused"
+    assert driver.status.pause_reason == "Inconclusive"
+    assert driver.weights() == [5]
+    driver.tick(outcome=None, action="resume")
+    assert driver.status.phase == "Progressing"
+    driver.tick()
+    driver.tick()
+    assert driver.status.step == 2, "advances once a measurement passes after the duration"
+
+
+def test_manual_approval_waits_and_abort_still_works() -> None:
+    driver = Driver(make_spec(promotion={"mode": "manual"}))
+    driver.run_until("Paused")
+    assert driver.status.pause_reason == "AwaitingApproval"
+    assert driver.weights() == [5, 25, 50]
+    for _ in range(3):
+        driver.tick()
+    assert driver.status.phase == "Paused", "no promotion without approve"
+    driver.tick(outcome=None, action="abort")
+    driver.tick(outcome=None)
+    assert driver.status.phase == "Aborted"
+    assert driver.status.decision is not None
+    assert driver.status.decision.verdict == "abort"
+
+
+def test_approve_promotes_and_a_failure_during_bake_rolls_back() -> None:
+    driver = Driver(make_spec(promotion={"mode": "manual"}))
+    driver.run_until("Paused")
+    driver.tick(outcome=None, action="approve")
+    assert driver.status.phase == "Promoting"
+    assert isinstance(driver.history[-1].actions[0], ClearUserAction)
+    driver.tick(outcome=None)
+    assert driver.status.phase == "BakingIn"
+    driver.tick(outcome="Fail")
+    driver.tick(outcome=None)
+    assert driver.status.phase == "RolledBack"
+    assert ScaleBaselineToZero() not in driver.actions()
+
+
+def test_a_spec_change_after_start_is_refused_and_holds() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()
+    before = driver.status
+    changed = make_spec(analysis={"failureLimit": 5})
+    driver.spec = changed
+    driver.tick()
+    assert condition(driver.status, "SpecChangeRejected") == ("True", "SpecChangeRejected")
+    assert driver.status.step == before.step
+    assert driver.status.counts == before.counts
+    assert driver.history[-1].actions == ()
+    driver.spec = make_spec()
+    driver.tick()
+    assert condition(driver.status, "SpecChangeRejected") is None
+
+
+def test_a_candidate_that_never_becomes_available_is_rolled_back() -> None:
+    driver = Driver(make_spec(), candidate_available=False)
+    driver.run_until("RollingBack")
+    assert driver.status.decision is not None
+    assert "not Available within 5m" in driver.status.decision.reason
+    assert driver.weights() == []
+
+
+def test_routing_drift_is_set_back() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()
+    result = driver.tick(observed_weight=0)
+    assert SetWeight(5) in result.actions
+    assert [e.reason for e in result.events] == ["RoutingDrift"]
+
+
+def test_deleting_undoes_unless_promoted() -> None:
+    assert on_delete(TrialStatus(phase="Progressing")) == (RestoreRouting(), RemoveCandidate())
+    assert on_delete(TrialStatus(phase="Promoted")) == ()
+    assert on_delete(TrialStatus()) == ()
+
+
+OUTCOMES = st.sampled_from(["Pass", "Pass", "Pass", "Fail", "Inconclusive", "Error", None])
+ACTIONS = st.sampled_from([None] * 12 + ["pause", "resume", "abort", "promote", "approve"])
+TICKS = st.lists(
+    st.tuples(OUTCOMES, ACTIONS, st.integers(min_value=10, max_value=150), st.booleans()),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ticks=TICKS, manual=st.booleans())
+def test_properties_hold_over_any_history(
+    ticks: list[tuple[RoundOutcome | None, UserAction | None, int, bool]], manual: bool
+) -> None:
+    spec = make_spec(promotion={"mode": "manual" if manual else "automatic"})
+    driver = Driver(spec)
+    for outcome, action, seconds, available in ticks:
+        before = driver.status
+        driver.candidate_available = available
+        due = measurement_due(spec, before, driver.now + timedelta(seconds=seconds))
+        result = driver.tick(outcome, action, advance=timedelta(seconds=seconds))
+        measured = outcome if due else None
+        _weight_never_exceeds_the_step(spec, result)
+        _no_step_is_left_without_a_pass(before, result.status, measured, action)
+        _rollback_restores_the_original(before, result)
+
+
+def _weight_never_exceeds_the_step(spec: TrialSpec, result: TickResult) -> None:
+    after = result.status
+    for set_weight in (a for a in result.actions if isinstance(a, SetWeight)):
+        if set_weight.weight == 100:
+            assert after.phase == "BakingIn"
+        else:
+            assert after.step is not None
+            assert set_weight.weight == spec.steps[after.step - 1].weight
+    if after.phase in ("Progressing", "Paused") and after.step:
+        assert after.canary_weight == spec.steps[after.step - 1].weight
+
+
+def _no_step_is_left_without_a_pass(
+    before: TrialStatus,
+    after: TrialStatus,
+    measured: RoundOutcome | None,
+    action: UserAction | None,
+) -> None:
+    left_step = (before.step or 0) >= 1 and (
+        (after.step or 0) > (before.step or 0)
+        or (after.phase == "Promoting" and before.phase != "Promoting")
+        or (after.pause_reason == "AwaitingApproval" and before.pause_reason != after.pause_reason)
+    )
+    if left_step:
+        passed_before = before.counts is not None and before.counts.last_outcome == "Pass"
+        assert measured == "Pass" or passed_before or action in ("promote", "approve")
+
+
+def _rollback_restores_the_original(before: TrialStatus, result: TickResult) -> None:
+    after = result.status
+    if before.phase == "RollingBack":
+        assert after.phase in ("RolledBack", "Aborted")
+        assert RestoreRouting() in result.actions
+        assert RemoveCandidate() in result.actions
+        assert after.canary_weight == 0
+        assert after.original == before.original
+    if after.original is not None:
+        assert after.original == ORIGINAL, "the recorded routing is never rewritten"

@@ -89,8 +89,12 @@ class Api:
 
 
 @pytest.fixture
-def cluster() -> Iterator[Sandbox]:
-    with Sandbox() as sandbox:
+def cluster(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """A sandbox; the API contract tests run it without controllers, so nothing but the test
+    writes. Mark a test ``@pytest.mark.controllers`` to run Deployments, scheduler and kubelet
+    (pods turn Ready 0.05 s after binding)."""
+    controllers = request.node.get_closest_marker("controllers") is not None
+    with Sandbox(controllers=controllers, ready_delay=0.05) as sandbox:
         yield sandbox
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from acceltrial import __version__
 from acceltrial.api.crd import render_crd
-from acceltrial.cli.sandbox import sandbox_up
+from acceltrial.cli.sandbox import SandboxOptions, sandbox_up
 from acceltrial.cli.validate import validate_files
 
 
@@ -53,6 +53,19 @@ def _add_sandbox(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="FILE",
         help="where to write the kubeconfig (default: ./sandbox.kubeconfig)",
     )
+    up.add_argument(
+        "--topology",
+        type=Path,
+        metavar="FILE",
+        help="node groups to simulate (default: a g5 GPU and an inf2 Neuron node group)",
+    )
+    up.add_argument(
+        "--ready-delay",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long a scheduled pod takes to become Ready (default: 2)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "validate":
         return validate_files(args.files, sys.stdout)
     if args.command == "sandbox":
-        return sandbox_up(args.port, args.kubeconfig, sys.stdout)
+        return sandbox_up(
+            SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay),
+            sys.stdout,
+        )
     return 2  # argparse rejects unknown commands before this
 
 

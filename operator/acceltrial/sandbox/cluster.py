@@ -2,8 +2,10 @@
 
 :class:`Sandbox` is the handle tests and ``acceltrial sandbox up`` use: ``with Sandbox() as
 cluster:`` serves on a loopback port (``cluster.url``), writes a kubeconfig
-(``cluster.kubeconfig``) and stops on exit. Code on other threads reaches the store through
-:meth:`Sandbox.call`, which runs a function on the server's loop (the store is not thread-safe).
+(``cluster.kubeconfig``), creates the topology's Nodes, runs the workload controllers (pods
+turn Ready ``ready_delay`` seconds after they are bound) and stops on exit. Code on other
+threads reaches the store through :meth:`Sandbox.call`, which runs a function on the server's
+loop (the store is not thread-safe).
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from acceltrial.sandbox import crds
+from acceltrial.sandbox.controllers import Controllers
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
 from acceltrial.sandbox.resources import Registry
 from acceltrial.sandbox.server import build_app
 from acceltrial.sandbox.store import Clock, Store, utc_now
+from acceltrial.sandbox.topology import Topology, load_topology, nodes
 
 T = TypeVar("T")
 
@@ -34,20 +38,27 @@ class Sandbox:
 
     def __init__(
         self,
+        *,
         port: int = 0,
         kubeconfig: Path | None = None,
         clock: Clock = utc_now,
         history: int = 10_000,
+        topology: Topology | None = None,
+        ready_delay: float = 1.0,
+        controllers: bool = True,
     ) -> None:
         self.requested_port = port
         self.kubeconfig = kubeconfig or Path(tempfile.mkdtemp(prefix="sandbox-")) / "kubeconfig"
         self.store = Store(Registry(), clock=clock, history=history)
         crds.install(self.store)
+        self.topology = topology if topology is not None else load_topology()
+        self.ready_delay = ready_delay
+        self.controllers = controllers
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="sandbox", daemon=True)
         self._runner: web.AppRunner | None = None
-        self.on_start: list[Callable[[Sandbox], None]] = []
+        self._controllers_task: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -64,6 +75,11 @@ class Sandbox:
         return self
 
     async def _serve(self) -> None:
+        self._add_nodes()
+        if self.controllers:
+            self._controllers_task = asyncio.create_task(
+                Controllers(self.store, self.ready_delay).run()
+            )
         self._runner = web.AppRunner(
             build_app(self.store), handle_signals=False, shutdown_timeout=0.1
         )
@@ -73,8 +89,14 @@ class Sandbox:
         server = site._server
         assert isinstance(server, asyncio.base_events.Server)
         self.port = server.sockets[0].getsockname()[1]
-        for hook in self.on_start:
-            hook(self)
+
+    def _add_nodes(self) -> None:
+        resource = self.store.registry.find("", "v1", "nodes")
+        assert resource is not None  # a built-in kind
+        for node in nodes(self.topology):
+            self.store.create(resource, "", node)
+            name = node["metadata"]["name"]
+            self.store.update(resource, "", name, _with(node["status"]), subresource="status")
 
     def stop(self) -> None:
         if self._thread.is_alive():
@@ -114,3 +136,7 @@ class Sandbox:
         trace: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _with(status: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda obj: obj | {"status": status}

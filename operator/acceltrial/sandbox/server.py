@@ -75,6 +75,7 @@ class ApiHandler:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.registry: Registry = store.registry
+        self._encoded: dict[tuple[str, str, str], bytes] = {}
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -217,14 +218,15 @@ class ApiHandler:
         try:
             while (left := deadline - loop.time()) > 0:
                 try:
-                    kind, obj = await asyncio.wait_for(watch.queue.get(), left)
+                    first = await asyncio.wait_for(watch.queue.get(), left)
                 except TimeoutError:
                     break
-                if as_table:
-                    obj = tables.table(
-                        target.resource, [obj], self.store.version, self.store.clock()
-                    )
-                await _send(response, {"type": kind, "object": obj})
+                # Send what queued up meanwhile in one write: a burst of changes then costs
+                # one syscall per watcher instead of one per event.
+                events = [first]
+                while not watch.queue.empty():
+                    events.append(watch.queue.get_nowait())
+                await response.write(b"".join(self._encode(e, target, as_table) for e in events))
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -232,6 +234,21 @@ class ApiHandler:
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
+
+    def _encode(self, event: tuple[str, Object], target: Target, as_table: bool) -> bytes:
+        kind, obj = event
+        if as_table:
+            table = tables.table(target.resource, [obj], self.store.version, self.store.clock())
+            return json.dumps({"type": kind, "object": table}).encode() + b"\n"
+        # Every watcher of a change sends the same bytes: encode each (version, type) once.
+        key = (obj["metadata"].get("resourceVersion", ""), obj["metadata"].get("uid", ""), kind)
+        encoded = self._encoded.get(key)
+        if encoded is None:
+            if len(self._encoded) > 4096:
+                self._encoded.clear()
+            encoded = json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+            self._encoded[key] = encoded
+        return encoded
 
     # Writing
 

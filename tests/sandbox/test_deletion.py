@@ -84,3 +84,18 @@ def test_delete_with_a_stale_precondition_answers_409(api: Api) -> None:
 
     assert reply.status == 409
     assert api.get(f"{CONFIGMAPS}/a").status == 200
+
+
+def test_deleting_a_namespace_deletes_its_objects(api: Api) -> None:
+    """Namespaces (kubernetes.io "Namespaces"): deleting a namespace deletes everything in it;
+    other namespaces are untouched."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}}
+    api.post("/api/v1/namespaces", namespace)
+    api.post("/api/v1/namespaces/doomed/configmaps", configmap("inside"))
+    api.post(CONFIGMAPS, configmap("outside"))
+
+    api.delete("/api/v1/namespaces/doomed")
+
+    eventually(lambda: api.get("/api/v1/namespaces/doomed/configmaps/inside").status == 404)
+    assert api.get("/api/v1/namespaces/doomed").status == 404
+    assert api.get(f"{CONFIGMAPS}/outside").status == 200

@@ -102,3 +102,42 @@ def test_a_no_op_write_keeps_the_resource_version(api: Api) -> None:
     again = api.merge(f"{CONFIGMAPS}/a", {"data": {"k": "v"}}).body
 
     assert again["metadata"]["resourceVersion"] == version
+
+
+def test_names_must_be_dns_subdomains(api: Api) -> None:
+    """Object names (kubernetes.io/docs/concepts/overview/working-with-objects/names): most
+    kinds need an RFC 1123 subdomain (lowercase alphanumerics, '-', '.'), namespaces and
+    services an RFC 1123 label; anything else is invalid (422)."""
+    bad = api.post(CONFIGMAPS, configmap("Not_Valid"))
+    dotted = api.post(CONFIGMAPS, configmap("a.b-c"))
+    namespace = api.post(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}}
+    )
+
+    assert bad.status == 422
+    assert bad.body["details"]["causes"][0]["field"] == "metadata.name"
+    assert "RFC 1123 subdomain" in bad.body["message"]
+    assert dotted.status == 201
+    assert namespace.status == 422
+
+
+def test_built_in_kinds_get_the_api_servers_defaults(api: Api) -> None:
+    """The API server defaults fields of built-in kinds on write (Deployment strategy
+    RollingUpdate 25%/25%, revisionHistoryLimit 10, progressDeadlineSeconds 600; pod spec
+    restartPolicy, dnsPolicy, imagePullPolicy IfNotPresent for a tagged image; requests
+    defaulted from limits), so a read-back object carries them."""
+    body = deployment("d")
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+
+    spec = api.post(DEPLOYMENTS, body).body["spec"]
+
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert (spec["revisionHistoryLimit"], spec["progressDeadlineSeconds"]) == (10, 600)
+    pod = spec["template"]["spec"]
+    assert (pod["restartPolicy"], pod["dnsPolicy"]) == ("Always", "ClusterFirst")
+    container = pod["containers"][0]
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    assert container["resources"]["requests"] == {"cpu": "1"}

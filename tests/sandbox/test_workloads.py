@@ -158,6 +158,17 @@ def test_pods_turn_ready_after_the_delay() -> None:
     assert ready["status"]["containerStatuses"][0]["ready"] is True
 
 
+def test_pods_spread_over_the_nodes_that_fit(api: Api) -> None:
+    """The scheduler's default scoring prefers the least allocated node, so pods without
+    requests spread over the untainted nodes instead of piling onto one."""
+    api.post(DEPLOYMENTS, deployment("web", replicas=3))
+    eventually(lambda: available(api, "web", 3))
+
+    nodes = {p["spec"]["nodeName"] for p in items(api, PODS)}
+    assert len(nodes) == 3
+    assert not any("10-2-" in node for node in nodes)  # the tainted inf2 group is 10.2.x.x
+
+
 def test_neuron_pods_land_only_on_inf2_nodes(api: Api) -> None:
     """Scheduling (kubernetes.io "Assigning Pods to Nodes", "Taints and Tolerations"): a pod
     runs only on a node matching its nodeSelector, whose taints it tolerates and whose

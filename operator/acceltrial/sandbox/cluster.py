@@ -24,6 +24,7 @@ from aiohttp import web
 
 from acceltrial.sandbox import crds
 from acceltrial.sandbox.controllers import Controllers
+from acceltrial.sandbox.defaults import default_builtin
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
 from acceltrial.sandbox.resources import Registry
 from acceltrial.sandbox.server import build_app
@@ -50,6 +51,7 @@ class Sandbox:
         self.requested_port = port
         self.kubeconfig = kubeconfig or Path(tempfile.mkdtemp(prefix="sandbox-")) / "kubeconfig"
         self.store = Store(Registry(), clock=clock, history=history)
+        self.store.admissions.append(default_builtin)
         crds.install(self.store)
         self.topology = topology if topology is not None else load_topology()
         self.ready_delay = ready_delay

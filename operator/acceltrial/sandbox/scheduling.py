@@ -3,9 +3,9 @@
 A node fits when it is Ready, its labels satisfy the pod's ``nodeSelector`` and required node
 affinity, the pod tolerates every ``NoSchedule``/``NoExecute`` taint, and its allocatable
 resources minus what the pods already bound to it request cover the pod's requests (a container
-without requests requests its limits, as the API server defaults them). Among fitting nodes the
-least loaded wins. The reasons a pod fits nowhere are summed up the way the scheduler's
-Unschedulable message does.
+without requests requests its limits, as the API server defaults them; each pod takes one of the
+node's ``pods``). Among fitting nodes the least loaded wins (CPU and pod slots). The reasons a
+pod fits nowhere are summed up the way the scheduler's Unschedulable message does.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ Object = dict[str, Any]
 
 
 def pod_requests(pod: Object) -> dict[str, Decimal]:
+    """What the pod takes from a node; every pod takes one of the node's ``pods`` slots."""
     totals: dict[str, Decimal] = defaultdict(Decimal)
+    totals["pods"] = Decimal(1)
     for container in pod.get("spec", {}).get("containers") or []:
         resources = container.get("resources") or {}
         wanted = (resources.get("limits") or {}) | (resources.get("requests") or {})
@@ -83,6 +85,8 @@ def misfit(pod: Object, node: Object, used: Mapping[str, Decimal]) -> str | None
             return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
     allocatable = node.get("status", {}).get("allocatable") or {}
     for name, amount in sorted(pod_requests(pod).items()):
+        if name == "pods" and name not in allocatable:
+            continue  # a node that does not say how many pods it takes has no limit
         free = parse_quantity(allocatable.get(name, "0")) - used.get(name, Decimal(0))
         if amount > free:
             return f"Insufficient {name}"
@@ -92,7 +96,7 @@ def misfit(pod: Object, node: Object, used: Mapping[str, Decimal]) -> str | None
 def choose_node(
     pod: Object, nodes: list[Object], used: Mapping[str, Mapping[str, Decimal]]
 ) -> tuple[str | None, str]:
-    """The node to bind to (least requested CPU share first), or None and the reason."""
+    """The node to bind to (least loaded first), or None and the reason."""
     reasons: Counter[str] = Counter()
     fitting = []
     for node in nodes:
@@ -111,5 +115,12 @@ def choose_node(
 
 
 def _load(node: Object, used: Mapping[str, Decimal]) -> Decimal:
-    cpu = parse_quantity(node.get("status", {}).get("allocatable", {}).get("cpu", "1"))
-    return used.get("cpu", Decimal(0)) / cpu if cpu else Decimal(0)
+    """The share of the node's CPU and pod slots in use, as the scheduler's LeastAllocated
+    score weighs them, so pods without requests spread too."""
+    allocatable = node.get("status", {}).get("allocatable", {})
+    load = Decimal(0)
+    for name in ("cpu", "pods"):
+        total = parse_quantity(allocatable.get(name, "0"))
+        if total:
+            load += used.get(name, Decimal(0)) / total
+    return load

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import random
+import re
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -161,6 +163,7 @@ class Store:
         meta = obj.setdefault("metadata", {})
         namespace = self._namespace_for(resource, namespace, meta)
         name = meta.get("name") or self._generated_name(resource, namespace, meta)
+        _check_name(resource, name)
         if _key(resource, namespace, name) in self._objects:
             raise errors.already_exists(resource.plural, resource.group, name)
         if resource.status:
@@ -314,7 +317,17 @@ class Store:
         gone = copy.deepcopy(obj)
         self._commit("DELETED", resource, gone, obj)
         self._collect_garbage(_meta(obj)["uid"])
+        if resource.key == ("", "namespaces"):
+            self._empty_namespace(_meta(obj)["name"])
         return gone
+
+    def _empty_namespace(self, namespace: str) -> None:
+        """The namespace controller's job: a deleted namespace takes its objects with it (here
+        at once, where the real one first shows the namespace as Terminating)."""
+        for key in [k for k in self._objects if k[2] == namespace]:
+            kind = self._type_of(key[0], key[1])
+            if kind is not None and key in self._objects:
+                self.delete(kind, namespace, key[3])
 
     def _collect_garbage(self, owner_uid: str) -> None:
         """Background cascading deletion: a dependent whose owners are all gone is deleted."""
@@ -410,6 +423,36 @@ class Store:
     @property
     def watch_count(self) -> int:
         return len(self._watches)
+
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Kinds whose names must be DNS labels (no dots, at most 63 characters), as on the real server.
+_LABEL_NAMED = {("", "namespaces"), ("", "services")}
+
+
+def _check_name(resource: ResourceType, name: str) -> None:
+    if resource.key in _LABEL_NAMED:
+        ok, limit, rule = bool(_LABEL.match(name)), 63, "RFC 1123 label"
+        pattern = _LABEL.pattern
+    else:
+        ok, limit, rule = bool(_SUBDOMAIN.match(name)), 253, "RFC 1123 subdomain"
+        pattern = _SUBDOMAIN.pattern
+    if ok and len(name) <= limit:
+        return
+    message = (
+        f"Invalid value: {json.dumps(name)}: a lowercase {rule} must consist of lower case "
+        "alphanumeric characters or '-'"
+        + (" or '.'" if limit == 253 else "")
+        + f", start and end with an alphanumeric character and be at most {limit} characters "
+        f"(regex used for validation is '{pattern[1:-1]}')"
+    )
+    raise errors.invalid(
+        resource.kind,
+        resource.group,
+        name,
+        [{"reason": "FieldValueInvalid", "field": "metadata.name", "message": message}],
+    )
 
 
 def _key(resource: ResourceType, namespace: str, name: str) -> Key:

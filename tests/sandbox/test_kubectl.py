@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import textwrap
 
 import yaml
 
+from acceltrial.sandbox.cluster import Sandbox
 from tests.conftest import REPO
-from tests.sandbox.conftest import Kubectl
+from tests.sandbox.conftest import Api, Kubectl, configmap, eventually
 
 CONFIGMAPS = """
 apiVersion: v1
@@ -97,3 +100,45 @@ def test_conflicting_write_answers_409(kubectl: Kubectl) -> None:
 
     assert result.returncode != 0
     assert "the object has been modified" in result.stderr
+
+
+def test_get_watch_streams_changes(cluster: Sandbox, kubectl: Kubectl, api: Api) -> None:
+    """kubectl get -w lists, then prints each change from its watch (as Table rows)."""
+    kubectl.ok("apply", "-f", "-", stdin=CONFIGMAPS)
+    process = subprocess.Popen(
+        [kubectl.binary, "get", "configmaps", "-w", "-o", "name", "--request-timeout=3s"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=kubectl.env,
+    )
+    eventually(lambda: cluster.call(lambda: cluster.store.watch_count) > 0)
+    api.post("/api/v1/namespaces/default/configmaps", configmap("late"))
+
+    output, _ = process.communicate(timeout=30)
+
+    assert output.split() == ["configmap/db", "configmap/web", "configmap/late"]
+
+
+def test_strategic_patch_of_a_deployment(kubectl: Kubectl) -> None:
+    """kubectl patch (strategic by default) merges containers by name."""
+    manifest = textwrap.dedent(
+        """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web}
+        spec:
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec: {containers: [{name: main, image: "nginx:1"}, {name: side, image: "envoy:1"}]}
+        """
+    )
+    kubectl.ok("apply", "-f", "-", stdin=manifest)
+
+    patch = '{"spec":{"template":{"spec":{"containers":[{"name":"side","image":"envoy:2"}]}}}}'
+    kubectl.ok("patch", "deployment", "web", "-p", patch)
+
+    images = kubectl.ok(
+        "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[*].image}"
+    )
+    assert images == "nginx:1 envoy:2"

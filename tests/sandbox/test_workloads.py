@@ -283,3 +283,37 @@ def test_kubectl_waits_for_a_deployment_to_be_available(kubectl: Kubectl) -> Non
 
     assert kubectl.ok("get", "deployment", "web").split()[5:7] == ["web", "3/3"]
     assert len(kubectl.ok("get", "pods", "-l", "app=web", "-o", "name").split()) == 3
+
+
+def test_services_get_endpoints_of_their_ready_pods(api: Api) -> None:
+    """Services (kubernetes.io "Service", "EndpointSlices"): a Service with a selector gets an
+    Endpoints object of the same name and an EndpointSlice labelled
+    kubernetes.io/service-name, listing the IPs of the pods it selects, with the target port."""
+    api.post(DEPLOYMENTS, deployment("web", replicas=2))
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"app": "web"},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080}],
+        },
+    }
+    created = api.post("/api/v1/namespaces/default/services", service).body
+    eventually(lambda: available(api, "web", 2))
+
+    def addresses() -> list[str]:
+        reply = api.get("/api/v1/namespaces/default/endpoints/web")
+        subsets = (reply.body.get("subsets") or [{}]) if reply.status == 200 else [{}]
+        return sorted(a["ip"] for a in subsets[0].get("addresses", []))
+
+    ips = sorted(p["status"]["podIP"] for p in items(api, PODS))
+    eventually(lambda: addresses() == ips)
+    [endpoint_slice] = items(
+        api,
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+        labelSelector="kubernetes.io/service-name=web",
+    )
+    assert endpoint_slice["ports"] == [{"port": 8080, "protocol": "TCP", "name": "http"}]
+    assert sorted(e["addresses"][0] for e in endpoint_slice["endpoints"]) == ips
+    assert created["spec"]["clusterIP"].startswith("10.100.")

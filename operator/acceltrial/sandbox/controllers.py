@@ -12,6 +12,9 @@ scheduler and kubelet.
 - Scheduler: binds pending pods (:mod:`acceltrial.sandbox.scheduling`), or marks them
   ``PodScheduled=False`` with reason ``Unschedulable``.
 - Kubelet: a bound pod becomes Running and Ready ``ready_delay`` seconds after binding.
+- Endpoints: each Service with a selector gets an Endpoints object and an EndpointSlice
+  (``kubernetes.io/service-name``) listing its pods' IPs, ready and not ready; both are owned
+  by the Service so they go with it (the real Endpoints object is removed by its controller).
 
 They are level-triggered: any change to these kinds wakes one reconcile pass over all of them;
 writes that change nothing are no-ops in the store, so the passes settle.
@@ -36,7 +39,15 @@ from acceltrial.sandbox.scheduling import choose_node, pod_requests
 from acceltrial.sandbox.store import Change, Object, Store, timestamp
 
 _HASH_CHARS = "bcdfghjkmnpqrstvwxz2456789"  # the alphabet of Kubernetes' safe-encoded hashes
-_WATCHED = {("apps", "deployments"), ("apps", "replicasets"), ("", "pods"), ("", "nodes")}
+_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+_SLICE_MANAGER = "endpointslice-controller.k8s.io"
+_WATCHED = {
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("", "pods"),
+    ("", "nodes"),
+    ("", "services"),
+}
 
 
 class Controllers:
@@ -53,6 +64,11 @@ class Controllers:
         self.replicasets = self._type("apps", "replicasets")
         self.pods = self._type("", "pods")
         self.nodes = self._type("", "nodes")
+        self.services = self._type("", "services")
+        self.endpoints = self._type("", "endpoints")
+        slices = self.store.registry.find("discovery.k8s.io", "v1", "endpointslices")
+        assert slices is not None
+        self.slices = slices
 
     def _type(self, group: str, plural: str) -> ResourceType:
         found = self.store.registry.find(group, "v1", plural)
@@ -79,6 +95,9 @@ class Controllers:
             self._guard(functools.partial(self._replicaset, replicaset))
         self._schedule()
         self._kubelet()
+        pods = self._all(self.pods)
+        for service in self._all(self.services):
+            self._guard(functools.partial(self._service_endpoints, service, pods))
 
     def _guard(self, step: Callable[[], None]) -> None:
         """A write racing a client's (409, or an object deleted meanwhile) is retried on the
@@ -339,6 +358,37 @@ class Controllers:
         }
         self._write_status(self.pods, pod, status)
 
+    # Endpoints
+
+    def _service_endpoints(self, service: Object, pods: list[Object]) -> None:
+        meta, spec = service["metadata"], service.get("spec") or {}
+        selector = spec.get("selector") or {}
+        if not selector or meta.get("deletionTimestamp"):
+            return
+        members = [
+            pod
+            for pod in pods
+            if pod["metadata"]["namespace"] == meta["namespace"]
+            and pod.get("status", {}).get("podIP")
+            and all((pod["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+        ]
+        ports = [_endpoint_port(port, members) for port in spec.get("ports") or []]
+        self._upsert(self.endpoints, meta["namespace"], _endpoints(service, members, ports))
+        self._upsert(self.slices, meta["namespace"], _endpoint_slice(service, members, ports))
+
+    def _upsert(self, resource: ResourceType, namespace: str, body: Object) -> None:
+        name = body["metadata"]["name"]
+        try:
+            current = self.store.get(resource, namespace, name)
+        except ApiError as error:
+            if error.code != 404:
+                raise
+            self.store.create(resource, namespace, body)
+            return
+        wanted = {k: v for k, v in body.items() if k != "metadata"}
+        if any(current.get(k) != v for k, v in wanted.items()):
+            self.store.update(resource, namespace, name, lambda obj: obj | wanted)
+
     def _write_status(self, resource: ResourceType, obj: Object, status: Object) -> None:
         meta = obj["metadata"]
         if obj.get("status") == status:
@@ -352,10 +402,94 @@ class Controllers:
         )
 
 
-def _hash(template: Object) -> str:
-    """A stable pod-template-hash (10 characters of the safe alphabet)."""
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()
+def _hash(value: Any) -> str:
+    """A stable hash such as pod-template-hash (10 characters of the safe alphabet)."""
+    digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
     return "".join(_HASH_CHARS[byte % len(_HASH_CHARS)] for byte in digest[:10])
+
+
+def _endpoints(service: Object, members: list[Object], ports: list[Object]) -> Object:
+    """The v1 Endpoints of a Service: one subset with ready and not-ready addresses."""
+    meta = service["metadata"]
+    subset: Object = {"ports": ports} if ports else {}
+    ready = [p for p in members if _pod_ready(p)]
+    not_ready = [p for p in members if not _pod_ready(p)]
+    if ready:
+        subset["addresses"] = [_address(p) for p in ready]
+    if not_ready:
+        subset["notReadyAddresses"] = [_address(p) for p in not_ready]
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {
+            "name": meta["name"],
+            "labels": meta.get("labels") or {},
+            "ownerReferences": [_owner_reference(service)],
+        },
+        "subsets": [subset] if members else [],
+    }
+
+
+def _endpoint_slice(service: Object, members: list[Object], ports: list[Object]) -> Object:
+    meta = service["metadata"]
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{meta['name']}-{_hash(meta['uid'])[:5]}",
+            "labels": {"kubernetes.io/service-name": meta["name"], _MANAGED_BY: _SLICE_MANAGER},
+            "ownerReferences": [_owner_reference(service)],
+        },
+        "addressType": "IPv4",
+        "ports": ports,
+        "endpoints": [
+            {
+                "addresses": [p["status"]["podIP"]],
+                "nodeName": p["spec"].get("nodeName"),
+                "conditions": {
+                    "ready": _pod_ready(p),
+                    "serving": _pod_ready(p),
+                    "terminating": False,
+                },
+                "targetRef": _address(p)["targetRef"],
+            }
+            for p in members
+        ],
+    }
+
+
+def _endpoint_port(port: Object, pods: list[Object]) -> Object:
+    target = port.get("targetPort", port.get("port"))
+    if isinstance(target, str):
+        # A named target port resolves to the container port of that name.
+        target = next(
+            (
+                p.get("containerPort")
+                for pod in pods
+                for c in pod["spec"].get("containers") or []
+                for p in c.get("ports") or []
+                if p.get("name") == target
+            ),
+            port.get("port"),
+        )
+    result: Object = {"port": target, "protocol": port.get("protocol", "TCP")}
+    if port.get("name"):
+        result["name"] = port["name"]
+    return result
+
+
+def _address(pod: Object) -> Object:
+    meta = pod["metadata"]
+    return {
+        "ip": pod["status"]["podIP"],
+        "nodeName": pod["spec"].get("nodeName"),
+        "targetRef": {
+            "kind": "Pod",
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+        },
+    }
 
 
 def _owner_reference(owner: Object) -> Object:

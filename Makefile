@@ -13,7 +13,7 @@ CHART_CRD := $(CHART)/files/crds/acceltrial.dev_acceleratortrials.yaml
 PYTEST_ARGS ?=
 
 .PHONY: help setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
-	validate-examples api-docs verify-api-docs bench clean
+	validate-examples api-docs verify-api-docs sandbox bench clean
 
 help: ## List every target with what it does.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,10 +74,14 @@ validate-examples: $(INSTALLED) ## Validate every example trial offline.
 pytest: setup ## Run the test suite (pass PYTEST_ARGS='-m "not slow"' to skip slow tests).
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-bench: setup ## Run the benchmarks under bench/ (ratios measured side by side in one run).
-	$(BIN)/python -m bench.analysis
-
 test: lint typecheck contracts verify-crds verify-api-docs chart-lint pytest ## Everything CI checks: lint, types, contracts, CRD drift, chart, tests.
+
+sandbox: $(INSTALLED) ## Serve a local cluster on 127.0.0.1:8001 (kubeconfig: ./sandbox.kubeconfig).
+	$(BIN)/acceltrial sandbox up --port 8001 --kubeconfig sandbox.kubeconfig
+
+bench: setup ## Run the benchmarks: one analysis measurement; sandbox writes/s and watch latency.
+	$(BIN)/python -m bench.analysis
+	$(BIN)/python -m bench.cluster
 
 clean: ## Remove the virtualenv, unpacked tools and caches.
 	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from acceltrial import __version__
 from acceltrial.api.crd import render_crd
+from acceltrial.cli.sandbox import SandboxOptions, sandbox_up
 from acceltrial.cli.validate import validate_files
 
 
@@ -28,7 +30,42 @@ def build_parser() -> argparse.ArgumentParser:
         "exits 1 if there is any. Documents of other kinds are skipped.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
+    _add_sandbox(commands)
     return parser
+
+
+def _add_sandbox(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sandbox = commands.add_parser(
+        "sandbox", help="a local Kubernetes API server for trying the operator and for tests"
+    )
+    actions = sandbox.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = actions.add_parser(
+        "up",
+        help="serve a local cluster on a loopback port until interrupted",
+        description="Serve a local Kubernetes API server (discovery, CRDs with validation, "
+        "watches) on 127.0.0.1, write a kubeconfig for it and serve until Ctrl-C.",
+    )
+    up.add_argument("--port", type=int, default=8001, help="port on 127.0.0.1 (0: any free port)")
+    up.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=Path("sandbox.kubeconfig"),
+        metavar="FILE",
+        help="where to write the kubeconfig (default: ./sandbox.kubeconfig)",
+    )
+    up.add_argument(
+        "--topology",
+        type=Path,
+        metavar="FILE",
+        help="node groups to simulate (default: a g5 GPU and an inf2 Neuron node group)",
+    )
+    up.add_argument(
+        "--ready-delay",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long a scheduled pod takes to become Ready (default: 2)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "validate":
         return validate_files(args.files, sys.stdout)
+    if args.command == "sandbox":
+        return sandbox_up(
+            SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay),
+            sys.stdout,
+        )
     return 2  # argparse rejects unknown commands before this
 
 

@@ -1,0 +1,144 @@
+"""Running the sandbox: the API server and controllers on their own thread and event loop.
+
+:class:`Sandbox` is the handle tests and ``acceltrial sandbox up`` use: ``with Sandbox() as
+cluster:`` serves on a loopback port (``cluster.url``), writes a kubeconfig
+(``cluster.kubeconfig``), creates the topology's Nodes, runs the workload controllers (pods
+turn Ready ``ready_delay`` seconds after they are bound) and stops on exit. Code on other
+threads reaches the store through :meth:`Sandbox.call`, which runs a function on the server's
+loop (the store is not thread-safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from acceltrial.sandbox import crds
+from acceltrial.sandbox.controllers import Controllers
+from acceltrial.sandbox.defaults import default_builtin
+from acceltrial.sandbox.kubeconfig import write_kubeconfig
+from acceltrial.sandbox.resources import Registry
+from acceltrial.sandbox.server import build_app
+from acceltrial.sandbox.store import Clock, Store, utc_now
+from acceltrial.sandbox.topology import Topology, load_topology, nodes
+
+T = TypeVar("T")
+
+
+class Sandbox:
+    """A local API server (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        kubeconfig: Path | None = None,
+        clock: Clock = utc_now,
+        history: int = 10_000,
+        topology: Topology | None = None,
+        ready_delay: float = 1.0,
+        controllers: bool = True,
+    ) -> None:
+        self.requested_port = port
+        self.kubeconfig = kubeconfig or Path(tempfile.mkdtemp(prefix="sandbox-")) / "kubeconfig"
+        self.store = Store(Registry(), clock=clock, history=history)
+        self.store.admissions.append(default_builtin)
+        crds.install(self.store)
+        self.topology = topology if topology is not None else load_topology()
+        self.ready_delay = ready_delay
+        self.controllers = controllers
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="sandbox", daemon=True)
+        self._runner: web.AppRunner | None = None
+        self._controllers_task: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def start(self) -> Sandbox:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(timeout=10)
+        write_kubeconfig(self.kubeconfig, self.url)
+        return self
+
+    async def _serve(self) -> None:
+        self._add_nodes()
+        if self.controllers:
+            self._controllers_task = asyncio.create_task(
+                Controllers(self.store, self.ready_delay).run()
+            )
+        self._runner = web.AppRunner(
+            build_app(self.store), handle_signals=False, shutdown_timeout=0.1
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.requested_port)
+        await site.start()
+        server = site._server
+        assert isinstance(server, asyncio.base_events.Server)
+        self.port = server.sockets[0].getsockname()[1]
+
+    def _add_nodes(self) -> None:
+        resource = self.store.registry.find("", "v1", "nodes")
+        assert resource is not None  # a built-in kind
+        for node in nodes(self.topology):
+            self.store.create(resource, "", node)
+            name = node["metadata"]["name"]
+            self.store.update(resource, "", name, _with(node["status"]), subresource="status")
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            future = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                future.result(timeout=10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    async def _shutdown(self) -> None:
+        """Close the server, then cancel what still runs (open watches, controllers)."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+        current = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def call(self, function: Callable[[], T]) -> T:
+        """Run ``function`` on the server's loop and return its result (thread-safe)."""
+
+        async def run() -> T:
+            return function()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=30)
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _with(status: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda obj: obj | {"status": status}

@@ -1,0 +1,151 @@
+"""Contract: CRDs register their kind and validate custom objects like the real API server."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import EXAMPLES, REPO
+from tests.sandbox.conftest import Api
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/default/acceleratortrials"
+
+
+@pytest.fixture
+def with_crd(api: Api) -> Api:
+    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
+    assert api.post(CRDS, crd).status == 201
+    return api
+
+
+def example() -> dict[str, Any]:
+    body: dict[str, Any] = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
+    body["metadata"] = {"name": "trial"}
+    return body
+
+
+def test_creating_a_crd_registers_the_kind_in_discovery(with_crd: Api) -> None:
+    """CRD docs ("Create a CustomResourceDefinition"): once created, the new RESTful path
+    /apis/<group>/<version>/.../<plural> is served and listed in discovery; the CRD's status
+    reports Established."""
+    groups = with_crd.get("/apis").body["groups"]
+    resources = with_crd.get("/apis/acceltrial.dev/v1alpha1").body["resources"]
+    crd = with_crd.get(f"{CRDS}/acceleratortrials.acceltrial.dev").body
+
+    assert "acceltrial.dev" in [group["name"] for group in groups]
+    trial = next(r for r in resources if r["name"] == "acceleratortrials")
+    assert (trial["kind"], trial["shortNames"]) == ("AcceleratorTrial", ["acceltrial", "at"])
+    assert "acceleratortrials/status" in [r["name"] for r in resources]
+    established = [c for c in crd["status"]["conditions"] if c["type"] == "Established"]
+    assert established[0]["status"] == "True"
+    assert with_crd.get(TRIALS).status == 200
+
+
+def test_deleting_the_crd_removes_the_kind_and_its_objects(with_crd: Api) -> None:
+    """Deleting a CRD deletes its custom objects and stops serving the path."""
+    with_crd.post(TRIALS, example())
+
+    with_crd.delete(f"{CRDS}/acceleratortrials.acceltrial.dev")
+
+    assert with_crd.get(TRIALS).status == 404
+    assert with_crd.get("/apis/acceltrial.dev/v1alpha1").status == 404
+
+
+def test_a_valid_trial_is_stored_with_schema_defaults(with_crd: Api) -> None:
+    """CRD docs, "Defaulting": defaults in the structural schema are applied on create (and
+    on update, and on read of old objects)."""
+    reply = with_crd.post(TRIALS, example())
+
+    assert reply.status == 201, reply.body
+    spec = reply.body["spec"]
+    assert spec["analysis"]["consecutiveErrorLimit"] == 4
+    assert spec["analysis"]["criteria"][0]["fromWeight"] == 0
+
+
+def mutate(path: list[str | int], value: Any) -> dict[str, Any]:
+    body = copy.deepcopy(example())
+    node: Any = body
+    for part in path[:-1]:
+        node = node[part]
+    if value is _DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return body
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "message"),
+    [
+        (["spec", "steps", 0, "weight"], 150, "spec.steps[0].weight",
+         "Invalid value: 150: spec.steps[0].weight in body should be less than or equal to 100"),
+        (["spec", "candidate", "replicas"], "two", "spec.candidate.replicas",
+         'spec.candidate.replicas in body must be of type integer: "two"'),
+        (["spec", "traffic", "router"], "istio", "spec.traffic.router",
+         'Unsupported value: "istio": supported values: "gatewayapi", "replicas"'),
+        (["spec", "baseline"], _DELETE, "spec.baseline", "Required value"),
+        (["spec", "steps"], [], "spec.steps", "should have at least 1 items"),
+        (["spec", "steps", 1, "weight"], 5, "spec.steps",
+         "step weights must increase strictly from one step to the next"),
+    ],
+)  # fmt: skip
+def test_invalid_trials_answer_422_with_the_field_path(
+    with_crd: Api, path: list[str | int], value: Any, field: str, message: str
+) -> None:
+    """CRD docs, "Validation": objects are validated against the openAPIV3Schema (types, enum,
+    minimum/maximum, minItems, required) and the x-kubernetes-validations CEL rules; a
+    violation answers 422 Invalid with a Status whose causes name each field."""
+    reply = with_crd.post(TRIALS, mutate(path, value))
+
+    assert reply.status == 422
+    assert reply.body["reason"] == "Invalid"
+    causes = reply.body["details"]["causes"]
+    assert [c["field"] for c in causes] == [field]
+    assert message in causes[0]["message"]
+    assert reply.body["message"].startswith('AcceleratorTrial.acceltrial.dev "trial" is invalid')
+
+
+def test_updates_are_validated_too(with_crd: Api) -> None:
+    """Validation runs on every write, so a patch making a valid object invalid answers 422
+    and changes nothing."""
+    with_crd.post(TRIALS, example())
+
+    reply = with_crd.merge(f"{TRIALS}/trial", {"spec": {"candidate": {"replicas": -1}}})
+
+    assert reply.status == 422
+    assert with_crd.get(f"{TRIALS}/trial").body["spec"]["candidate"]["replicas"] == 2
+
+
+def test_unknown_fields_are_refused_when_strict_and_pruned_otherwise(with_crd: Api) -> None:
+    """Field validation (API concepts, "Field validation"): with fieldValidation=Strict
+    (kubectl's default) unknown fields answer 400 BadRequest "strict decoding error"; with the
+    server default they are pruned and reported in a Warning header."""
+    body = mutate(["spec", "typo"], 1)
+
+    strict = with_crd.post(TRIALS, body, fieldValidation="Strict")
+    lenient = with_crd.post(TRIALS, body)
+
+    assert strict.status == 400
+    assert 'unknown field "spec.typo"' in strict.body["message"]
+    assert lenient.status == 201
+    assert "typo" not in lenient.body["spec"]
+    assert lenient.headers["Warning"] == '299 - "unknown field \\"spec.typo\\""'
+
+
+def test_status_is_validated_through_the_status_subresource(with_crd: Api) -> None:
+    """The status subresource is validated against the status schema as well."""
+    with_crd.post(TRIALS, example())
+
+    bad = with_crd.merge(f"{TRIALS}/trial/status", {"status": {"phase": "Nonsense"}})
+    good = with_crd.merge(f"{TRIALS}/trial/status", {"status": {"phase": "Progressing"}})
+
+    assert bad.status == 422
+    assert good.status == 200
+    assert good.body["status"]["phase"] == "Progressing"

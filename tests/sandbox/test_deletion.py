@@ -1,0 +1,101 @@
+"""Contract: finalizers, deletionTimestamp and garbage collection through ownerReferences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.sandbox.conftest import CONFIGMAPS, Api, configmap, eventually
+
+
+def test_delete_without_finalizers_removes_at_once(api: Api) -> None:
+    """DELETE of an object without finalizers removes it; a later GET answers 404."""
+    api.post(CONFIGMAPS, configmap("a"))
+
+    assert api.delete(f"{CONFIGMAPS}/a").status == 200
+    assert api.get(f"{CONFIGMAPS}/a").status == 404
+    assert api.delete(f"{CONFIGMAPS}/a").status == 404
+
+
+def test_finalizers_hold_deletion_until_removed(api: Api) -> None:
+    """Finalizers (kubernetes.io/docs/concepts/overview/working-with-objects/finalizers):
+    deleting an object with finalizers only sets metadata.deletionTimestamp; the object stays
+    until its finalizers are removed, then it is deleted; no new finalizer may be added."""
+    path = f"{CONFIGMAPS}/a"
+    api.post(CONFIGMAPS, configmap("a") | {"metadata": {"name": "a", "finalizers": ["x/y"]}})
+
+    deleting = api.delete(path).body
+    still = api.get(path)
+    added = api.merge(path, {"metadata": {"finalizers": ["x/y", "new/one"]}})
+    released = api.merge(path, {"metadata": {"finalizers": None}})
+
+    assert deleting["metadata"]["deletionTimestamp"]
+    assert still.status == 200
+    assert added.status == 422
+    assert released.status == 200
+    assert api.get(path).status == 404
+
+
+def owned(name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    body = configmap(name)
+    body["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+        }
+    ]
+    return body
+
+
+def test_background_garbage_collection_deletes_dependents(api: Api) -> None:
+    """Garbage collection (kubernetes.io/docs/concepts/architecture/garbage-collection):
+    with background cascading deletion (the default) the owner is deleted at once and the
+    garbage collector then deletes its dependents, and theirs."""
+    owner = api.post(CONFIGMAPS, configmap("owner")).body
+    child = api.post(CONFIGMAPS, owned("child", owner)).body
+    api.post(CONFIGMAPS, owned("grandchild", child))
+    api.post(CONFIGMAPS, configmap("bystander"))
+
+    api.delete(f"{CONFIGMAPS}/owner")
+
+    eventually(lambda: api.get(f"{CONFIGMAPS}/grandchild").status == 404)
+    assert api.get(f"{CONFIGMAPS}/child").status == 404
+    assert api.get(f"{CONFIGMAPS}/bystander").status == 200
+
+
+def test_orphan_propagation_keeps_dependents(api: Api) -> None:
+    """propagationPolicy=Orphan: dependents are kept and their ownerReferences to the deleted
+    owner removed."""
+    owner = api.post(CONFIGMAPS, configmap("owner")).body
+    api.post(CONFIGMAPS, owned("child", owner))
+
+    api.delete(f"{CONFIGMAPS}/owner", {"kind": "DeleteOptions", "propagationPolicy": "Orphan"})
+
+    child = api.get(f"{CONFIGMAPS}/child").body
+    assert "ownerReferences" not in child["metadata"]
+
+
+def test_delete_with_a_stale_precondition_answers_409(api: Api) -> None:
+    """DeleteOptions.preconditions.resourceVersion must match, else 409 Conflict."""
+    api.post(CONFIGMAPS, configmap("a"))
+
+    reply = api.delete(f"{CONFIGMAPS}/a", {"preconditions": {"resourceVersion": "1"}})
+
+    assert reply.status == 409
+    assert api.get(f"{CONFIGMAPS}/a").status == 200
+
+
+def test_deleting_a_namespace_deletes_its_objects(api: Api) -> None:
+    """Namespaces (kubernetes.io "Namespaces"): deleting a namespace deletes everything in it;
+    other namespaces are untouched."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}}
+    api.post("/api/v1/namespaces", namespace)
+    api.post("/api/v1/namespaces/doomed/configmaps", configmap("inside"))
+    api.post(CONFIGMAPS, configmap("outside"))
+
+    api.delete("/api/v1/namespaces/doomed")
+
+    eventually(lambda: api.get("/api/v1/namespaces/doomed/configmaps/inside").status == 404)
+    assert api.get("/api/v1/namespaces/doomed").status == 404
+    assert api.get(f"{CONFIGMAPS}/outside").status == 200

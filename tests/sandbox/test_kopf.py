@@ -1,0 +1,183 @@
+"""kopf runs against the sandbox: handlers fire once per change, timers tick, finalizers hold
+deletion until the delete handler ran; nothing fires twice because of replayed events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kopf
+import pytest
+import yaml
+
+from acceltrial.api.trial import GROUP, PLURAL, VERSION
+from acceltrial.handlers.startup import configure
+from acceltrial.sandbox.cluster import Sandbox
+from tests.conftest import EXAMPLES, REPO
+from tests.sandbox.conftest import Api, eventually
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+NAMESPACES = "/api/v1/namespaces"
+TRIALS = f"/apis/{GROUP}/{VERSION}/namespaces/serving/{PLURAL}"
+FINALIZER = "acceltrial.dev/finalizer"
+
+
+class Operator:
+    """A kopf operator with counting handlers, run in-process on its own thread and loop."""
+
+    def __init__(self, url: str) -> None:
+        self.calls: Counter[str] = Counter()
+        self.registry = kopf.OperatorRegistry()
+        self._register(url)
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._task: asyncio.Task[None] | None = None
+
+    def _register(self, url: str) -> None:
+        on = {"registry": self.registry}
+
+        @kopf.on.startup(**on)
+        def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+            configure(settings)
+            settings.posting.level = logging.WARNING
+            settings.watching.server_timeout = 30
+
+        @kopf.on.login(**on)
+        def login(**_: Any) -> kopf.ConnectionInfo:
+            return kopf.ConnectionInfo(server=url, insecure=True)
+
+        @kopf.on.create(GROUP, VERSION, PLURAL, **on)
+        def created(patch: kopf.Patch, **_: Any) -> None:
+            self.calls["create"] += 1
+            patch.status["phase"] = "Pending"
+
+        @kopf.on.update(GROUP, VERSION, PLURAL, field="spec", **on)
+        def updated(**_: Any) -> None:
+            self.calls["update"] += 1
+
+        @kopf.on.delete(GROUP, VERSION, PLURAL, **on)
+        def deleted(**_: Any) -> None:
+            self.calls["delete"] += 1
+
+        @kopf.timer(GROUP, VERSION, PLURAL, interval=0.2, **on)
+        def ticked(**_: Any) -> None:
+            self.calls["timer"] += 1
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._task = self._loop.create_task(
+            kopf.operator(registry=self.registry, clusterwide=True, standalone=True)
+        )
+        self._ready.set()
+        try:
+            self._loop.run_until_complete(self._task)
+        except (asyncio.CancelledError, Exception):  # stopped by cancel()
+            pass
+        finally:
+            self._loop.close()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(5)
+
+    def stop(self) -> None:
+        # Cancelling is how kopf's own tests end an operator quickly (stop_flag waits seconds).
+        if self._task is not None:
+            self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(timeout=15)
+
+
+@pytest.fixture
+def operator(cluster: Sandbox, api: Api) -> Iterator[Operator]:
+    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
+    api.post(CRDS, crd)
+    api.post(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}})
+    running = Operator(cluster.url)
+    running.start()
+    yield running
+    running.stop()
+
+
+def test_kopf_handlers_fire_once_timers_tick_and_finalizers_hold(
+    operator: Operator, api: Api
+) -> None:
+    """kopf's contract with the API server (resourceVersion, JSON-patch tests on it, watch
+    resumption, finalizers): one create call per object, one update per spec change, timers on
+    schedule, and the delete handler before the object goes."""
+    trial = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
+    assert api.post(TRIALS, trial).status == 201
+    path = f"{TRIALS}/{trial['metadata']['name']}"
+
+    eventually(lambda: operator.calls["create"] == 1 and operator.calls["timer"] >= 3)
+    body = api.get(path).body
+    assert FINALIZER in body["metadata"]["finalizers"]
+    assert body["status"]["phase"] == "Pending"
+
+    api.merge(path, {"spec": {"candidate": {"replicas": 3}}})
+    eventually(lambda: operator.calls["update"] == 1)
+    ticks = operator.calls["timer"]
+    eventually(lambda: operator.calls["timer"] >= ticks + 3)
+
+    api.delete(path)
+    eventually(lambda: api.get(path).status == 404)
+
+    assert operator.calls["create"] == 1
+    assert operator.calls["update"] == 1
+    assert operator.calls["delete"] == 1
+
+
+def test_the_operator_as_a_kopf_run_subprocess_admits_trials(
+    cluster: Sandbox, api: Api, tmp_path: Path
+) -> None:
+    """The real operator (``kopf run -m acceltrial.handlers``, as the chart runs it) logs in
+    through the sandbox's kubeconfig, admits the trial and reports it in status (valid, waiting
+    to start) through the status subresource."""
+    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
+    api.post(CRDS, crd)
+    api.post(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}})
+    trial = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
+    api.post(TRIALS, trial)
+    env = os.environ | {
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "ACCELTRIAL_METRICS_PORT": "0",
+        "HOME": str(tmp_path),
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kopf",
+            "run",
+            "-m",
+            "acceltrial.handlers",
+            "--standalone",
+            "--all-namespaces",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        path = f"{TRIALS}/{trial['metadata']['name']}"
+
+        def admitted() -> dict[str, Any] | None:
+            status: dict[str, Any] = api.get(path).body.get("status", {})
+            return status if status.get("conditions") else None
+
+        status = eventually(admitted, timeout=30)
+        assert status["observedGeneration"] == 1
+        assert status["phase"] == "Pending"
+        [ready] = status["conditions"]
+        assert (ready["type"], ready["reason"]) == ("Ready", "Pending")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

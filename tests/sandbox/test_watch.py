@@ -1,0 +1,105 @@
+"""Contract: watch semantics (API concepts, "Efficient detection of changes")."""
+
+from __future__ import annotations
+
+import time
+
+from acceltrial.sandbox.cluster import Sandbox
+from tests.sandbox.conftest import CONFIGMAPS, Api, configmap
+
+
+def test_watch_from_a_version_delivers_only_later_events(api: Api) -> None:
+    """ "Start a watch at the resourceVersion of the list": the server sends every change after
+    that version, in order, and nothing from before."""
+    api.post(CONFIGMAPS, configmap("before"))
+    version = api.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
+    api.post(CONFIGMAPS, configmap("after"))
+    api.merge(f"{CONFIGMAPS}/before", {"data": {"k": "v"}})
+    api.delete(f"{CONFIGMAPS}/after")
+
+    events = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="1")
+
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "after"),
+        ("MODIFIED", "before"),
+        ("DELETED", "after"),
+    ]
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert versions == sorted(versions)
+    assert versions[0] > int(version)
+
+
+def test_watch_without_a_version_starts_with_the_current_objects(api: Api) -> None:
+    """Without resourceVersion ("Get State and Start at Most Recent") the watch first sends
+    every existing object as ADDED."""
+    api.post(CONFIGMAPS, configmap("a"))
+    api.post(CONFIGMAPS, configmap("b"))
+
+    events = api.watch(CONFIGMAPS, timeoutSeconds="1")
+
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+    ]
+
+
+def test_watch_honours_timeout_seconds(api: Api) -> None:
+    """timeoutSeconds limits the watch call: the server closes the stream after it."""
+    started = time.monotonic()
+
+    events = api.watch(CONFIGMAPS, resourceVersion="1", timeoutSeconds="1")
+
+    elapsed = time.monotonic() - started
+    assert events == []
+    assert 0.9 <= elapsed < 5
+
+
+def test_watch_delivers_events_as_they_happen(cluster: Sandbox, api: Api) -> None:
+    """A watch stays open and streams changes made after it started."""
+    version = api.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
+
+    def create_later() -> None:
+        cluster.loop.call_later(
+            0.2,
+            lambda: cluster.store.create(
+                cluster.store.registry.find("", "v1", "configmaps"),  # type: ignore[arg-type]
+                "default",
+                configmap("late"),
+            ),
+        )
+
+    cluster.call(create_later)
+    events = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="2")
+
+    assert [e["object"]["metadata"]["name"] for e in events] == ["late"]
+
+
+def test_a_version_no_longer_kept_answers_410_gone(cluster: Sandbox, api: Api) -> None:
+    """ "410 Gone": when the requested resourceVersion is older than the server's history
+    (etcd compaction), the watch ends with an ERROR event carrying a Status with code 410, so
+    the client relists."""
+    version = api.post(CONFIGMAPS, configmap("a")).body["metadata"]["resourceVersion"]
+    api.merge(f"{CONFIGMAPS}/a", {"data": {"k": "v"}})
+    cluster.call(cluster.store.compact)
+
+    events = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="1")
+
+    assert len(events) == 1
+    assert events[0]["type"] == "ERROR"
+    assert events[0]["object"]["code"] == 410
+    assert events[0]["object"]["reason"] == "Expired"
+
+
+def test_history_is_bounded() -> None:
+    """The server keeps a bounded window of changes: past it, old versions are gone (410)."""
+    with Sandbox(history=3) as cluster:
+        api = Api(cluster.url)
+        first = api.post(CONFIGMAPS, configmap("a")).body["metadata"]["resourceVersion"]
+        for value in "12345":
+            api.merge(f"{CONFIGMAPS}/a", {"data": {"k": value}})
+
+        old = api.watch(CONFIGMAPS, resourceVersion=first, timeoutSeconds="1")
+        recent = api.watch(CONFIGMAPS, resourceVersion=str(int(first) + 2), timeoutSeconds="1")
+
+    assert old[0]["object"]["code"] == 410
+    assert [e["object"]["data"]["k"] for e in recent] == ["3", "4", "5"]

@@ -4,6 +4,6 @@ Handlers read the object into plain values, call the engine and apply what it de
 decision is made here.
 """
 
-from acceltrial.handlers import startup, trials
+from acceltrial.handlers import lifecycle, startup, trials
 
-__all__ = ["startup", "trials"]
+__all__ = ["lifecycle", "startup", "trials"]

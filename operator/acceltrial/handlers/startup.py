@@ -6,9 +6,11 @@ import logging
 from typing import Any
 
 import kopf
+from kubernetes import client, config
 
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import serve_metrics
+from acceltrial.kube.gateway import Kube
 
 ANNOTATION_PREFIX = "acceltrial.dev"
 
@@ -26,9 +28,19 @@ def configure(settings: kopf.OperatorSettings) -> None:
 
 
 @kopf.on.startup()
-def on_startup(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> None:
+def on_startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: Any, **_: Any) -> None:
     config = config_from_env()
     logging.getLogger().setLevel(config.log_level.upper())
     configure(settings)
+    memo.kube = Kube(kubernetes_client())
     port = serve_metrics(config.metrics_port)
     logger.info("acceltrial metrics on port %d", port)
+
+
+def kubernetes_client() -> client.ApiClient:
+    """An API client for the cluster the operator runs in, else the current kubeconfig."""
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except config.ConfigException:
+        config.load_kube_config()  # type: ignore[no-untyped-call]
+    return client.ApiClient()

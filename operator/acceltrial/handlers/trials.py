@@ -1,7 +1,7 @@
 """Handlers of AcceleratorTrial objects: admission of the spec, reported in status.
 
-The trial lifecycle (preflight, steps, promotion, rollback) is not part of this release; a valid
-trial stays Pending and the cluster is not touched.
+An invalid spec is reported (conditions and a Warning Event) and nothing else happens; a valid
+new trial is marked Pending, and the lifecycle timer (handlers/lifecycle.py) takes it from there.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def admit_trial(body: kopf.Body, patch: kopf.Patch, meta: kopf.Meta, **_: Any) -
     generation = meta.get("generation")
     admission = admit(dict(body), _current_conditions(body), generation, datetime.now(UTC))
     ADMISSIONS.labels(result="valid" if admission.valid else "invalid").inc()
+    if admission.valid and body.get("status", {}).get("phase"):
+        return  # a started trial's status belongs to the lifecycle timer from here on
     patch.status["phase"] = body.get("status", {}).get("phase") or "Pending"
     patch.status["observedGeneration"] = generation
     patch.status["message"] = admission.message

@@ -1,0 +1,106 @@
+"""The kopf handlers that run a trial: a timer ticks the state machine; deletion undoes it.
+
+Each tick reads the trial into models, lets :class:`~acceltrial.handlers.world.TrialWorld`
+observe, asks the engine to decide, applies the actions in order and only then writes the new
+status. If an action fails, no status is written and the tick is retried: every action is
+idempotent, so a crash or a retry never shifts a weight twice or skips one.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import kopf
+from pydantic import ValidationError
+
+from acceltrial.api.spec import TrialSpec
+from acceltrial.api.status import TERMINAL_PHASES, TrialStatus
+from acceltrial.api.trial import GROUP, PLURAL, VERSION
+from acceltrial.api.validation import validate_trial
+from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.lifecycle import ClearUserAction, UserAction, decide, on_delete
+from acceltrial.handlers.config import config_from_env
+from acceltrial.handlers.world import TrialWorld
+from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.providers.routing.port import RoutingProblem
+
+ACTION_ANNOTATION = "acceltrial.dev/action"
+USER_ACTIONS = ("pause", "resume", "abort", "promote", "approve")
+TICK_SECONDS = config_from_env().tick_seconds
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=TICK_SECONDS / 2)
+def tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    loaded = _load(body)
+    if loaded is None:
+        return  # invalid: the admission handler reports it, and nothing is touched
+    spec, status, trial = loaded
+    if status.phase in TERMINAL_PHASES:
+        return
+    world = TrialWorld(cast(Kube, memo.kube), spec, trial)
+    action = _user_action(body)
+    now = datetime.now(UTC)
+    try:
+        observation = world.observe(status, now, int(body.meta.get("generation") or 0), action)
+        result = decide(spec, status, observation)
+        for step in result.actions:
+            if isinstance(step, ClearUserAction):
+                patch.metadata.annotations[ACTION_ANNOTATION] = None
+            else:
+                world.execute(step, result.status)
+    except (KubeError, RoutingProblem) as error:
+        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+    patch.status.update(status_patch(body.get("status") or {}, _dump(result.status)))
+    for event in result.events:
+        kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    loaded = _load(body)
+    if loaded is None:
+        return
+    spec, status, trial = loaded
+    world = TrialWorld(cast(Kube, memo.kube), spec, trial)
+    try:
+        for action in on_delete(status):
+            world.execute(action, status)
+    except (KubeError, RoutingProblem) as error:
+        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+
+
+def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch turning ``old`` into ``new``: vanished keys become null, at any depth."""
+    patch: dict[str, Any] = {key: None for key in old if key not in new}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            nested = status_patch(before, value)
+            if nested:
+                patch[key] = nested
+        elif value != before:
+            patch[key] = value
+    return patch
+
+
+def _load(body: kopf.Body) -> tuple[TrialSpec, TrialStatus, TrialRef] | None:
+    raw = dict(body)
+    if validate_trial({k: v for k, v in raw.items() if k != "status"}):
+        return None
+    try:
+        spec = TrialSpec.model_validate(raw["spec"])
+        status = TrialStatus.model_validate(raw.get("status") or {})
+    except ValidationError:
+        return None
+    meta = body.meta
+    return spec, status, TrialRef(str(meta["name"]), str(meta["namespace"]), str(meta["uid"]))
+
+
+def _user_action(body: kopf.Body) -> UserAction | None:
+    value = body.meta.annotations.get(ACTION_ANNOTATION)
+    return cast(UserAction, value) if value in USER_ACTIONS else None
+
+
+def _dump(status: TrialStatus) -> dict[str, Any]:
+    return status.model_dump(mode="json", by_alias=True, exclude_none=True)

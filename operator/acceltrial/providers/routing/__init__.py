@@ -1,0 +1,1 @@
+"""The routing port and its adapters: Gateway API HTTPRoute weights, replica ratio."""

@@ -1,0 +1,35 @@
+"""The routing port: how traffic is split between the baseline and the candidate."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from acceltrial.api.status import OriginalRouting
+
+
+class RoutingProblem(Exception):
+    """The routing cannot be read or changed as the trial needs; the message says why."""
+
+
+class Router(Protocol):
+    """Moves traffic; every write is verified by reading it back."""
+
+    def problems(self) -> list[str]:
+        """What prevents this router from working (for preflight); empty when it can."""
+        ...
+
+    def snapshot(self) -> OriginalRouting:
+        """The routing as found, to be recorded before the first change."""
+        ...
+
+    def set_weight(self, weight: int, original: OriginalRouting) -> None:
+        """Send ``weight`` percent of the baseline's traffic to the candidate."""
+        ...
+
+    def weight(self) -> int | None:
+        """The candidate's percentage the cluster holds now (None: this router cannot tell)."""
+        ...
+
+    def restore(self, original: OriginalRouting) -> None:
+        """Put back exactly what ``original`` recorded."""
+        ...

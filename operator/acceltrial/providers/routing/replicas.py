@@ -1,0 +1,42 @@
+"""The replicas router: the candidate's pods join the baseline Service; the share follows the
+ratio of pods. The baseline is never touched; only the candidate is scaled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acceltrial.api.status import OriginalRouting
+from acceltrial.engine.routing import replicas_for_share
+from acceltrial.kube.gateway import Kube
+from acceltrial.providers.routing.port import RoutingProblem
+
+
+@dataclass
+class ReplicasRouter:
+    """Shares traffic by scaling the candidate against the baseline's replicas."""
+
+    kube: Kube
+    namespace: str
+    baseline_deployment: str
+    candidate_deployment: str
+
+    def problems(self) -> list[str]:
+        return []
+
+    def snapshot(self) -> OriginalRouting:
+        baseline = self.kube.deployment(self.namespace, self.baseline_deployment)
+        replicas = int((baseline or {}).get("spec", {}).get("replicas", 1))
+        return OriginalRouting(router="replicas", baseline_replicas=replicas)
+
+    def set_weight(self, weight: int, original: OriginalRouting) -> None:
+        wanted = replicas_for_share(original.baseline_replicas or 1, weight)
+        self.kube.scale(self.namespace, self.candidate_deployment, wanted)
+        held = self.kube.deployment(self.namespace, self.candidate_deployment)
+        if held is None or held.get("spec", {}).get("replicas") != wanted:
+            raise RoutingProblem(f"scaled the candidate to {wanted} replicas but it does not hold")
+
+    def weight(self) -> int | None:
+        return None  # the share is a ratio of pods, not a setting to read back
+
+    def restore(self, original: OriginalRouting) -> None:
+        """Nothing to put back: the baseline was not touched; removing the candidate suffices."""

@@ -1,0 +1,117 @@
+"""A tiny simulated inference fleet for lifecycle tests: vLLM-style metrics for the sandbox's pods.
+
+On every scrape it lists the Ready pods of the watched namespaces in the sandbox and exports,
+per pod, counters that grow at a constant request rate since the pod was first seen, with the
+latency histogram and error share of the pod's variant. Names and labels are vLLM's, so the
+presets' queries work unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from statistics import NormalDist
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.5, 2.0, 5.0)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How the pods of one variant serve."""
+
+    rps: float = 5.0
+    median: float = 0.25
+    sigma: float = 0.3
+    error_ratio: float = 0.001
+
+
+class Fleet(Collector):
+    """Exports metrics for the Ready pods of ``profiles``' namespaces and variants."""
+
+    def __init__(self, sandbox_url: str, profiles: dict[tuple[str, str], Profile]) -> None:
+        self.sandbox_url = sandbox_url
+        self.profiles = profiles  # (namespace, variant) -> profile
+        self.first_seen: dict[str, float] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        latency = HistogramMetricFamily(
+            "vllm:e2e_request_latency_seconds", "End-to-end latency.", labels=["namespace", "pod"]
+        )
+        http = CounterMetricFamily(
+            "http_requests", "HTTP responses.", labels=["namespace", "pod", "status"]
+        )
+        now = time.time()
+        for namespace, pod, profile in self._pods():
+            served = profile.rps * (now - self.first_seen.setdefault(pod, now))
+            dist = NormalDist(math.log(profile.median), profile.sigma)
+            buckets = [(str(b), served * dist.cdf(math.log(b))) for b in BUCKETS]
+            mean = profile.median * math.exp(profile.sigma**2 / 2)
+            latency.add_metric(
+                [namespace, pod], [*buckets, ("+Inf", served)], sum_value=served * mean
+            )
+            failed = served * profile.error_ratio
+            http.add_metric([namespace, pod, "2xx"], served - failed)
+            http.add_metric([namespace, pod, "5xx"], failed)
+        yield latency
+        yield http
+
+    def _pods(self) -> Iterator[tuple[str, str, Profile]]:
+        for namespace in sorted({ns for ns, _ in self.profiles}):
+            url = f"{self.sandbox_url}/api/v1/namespaces/{namespace}/pods"
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                pods: list[dict[str, Any]] = json.loads(reply.read())["items"]
+            for pod in pods:
+                labels = pod["metadata"].get("labels") or {}
+                variant = labels.get("acceltrial.dev/variant", "baseline")
+                profile = self.profiles.get((namespace, variant))
+                if profile is not None and _ready(pod):
+                    yield namespace, pod["metadata"]["name"], profile
+
+
+@contextmanager
+def serving(fleet: Fleet) -> Iterator[int]:
+    """Serve the fleet's metrics on a free loopback port, always in the classic text format.
+
+    prometheus_client's OpenMetrics output rewrites ``:`` in sample names to ``_``, so
+    ``vllm:e2e_request_latency_seconds`` would be stored under another name; the text format
+    keeps the names real vLLM servers expose.
+    """
+    registry = CollectorRegistry()
+    registry.register(fleet)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            payload = generate_latest(registry)
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

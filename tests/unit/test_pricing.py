@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from datetime import date
+from pathlib import Path
+from typing import Any
 
 import pytest
+from botocore.config import Config
+from botocore.session import Session
+from botocore.stub import Stubber
 
+from acceltrial.providers.pricing.aws import AwsPriceList, pricing_client, product_filters
 from acceltrial.providers.pricing.catalog import (
     GPU_RESOURCE,
     NEURON_DEVICE_RESOURCE,
@@ -14,7 +22,7 @@ from acceltrial.providers.pricing.catalog import (
     bundled_catalog,
     parse_catalog,
 )
-from acceltrial.providers.pricing.port import PriceUnavailable
+from acceltrial.providers.pricing.port import HourlyPrice, PriceUnavailable
 
 REFERENCE_DATE = date(2026, 7, 20)
 
@@ -121,3 +129,213 @@ instances:
 """
     with pytest.raises(ValueError, match="greater than 0"):
         parse_catalog(bad)
+
+
+# --- the AWS Price List API, through botocore's Stubber -------------------------------------
+
+# A get_products page in the API's recorded shape: PriceList holds JSON strings, one product
+# each, with on-demand and reserved terms. The price is the reference table's inf2.8xlarge one.
+PAGE_FILE = (
+    Path(__file__).resolve().parent.parent
+    / "fixtures"
+    / "pricing"
+    / ("get_products_inf2.8xlarge_us-east-1.json")
+)
+
+
+def _page() -> dict[str, Any]:
+    page: dict[str, Any] = json.loads(PAGE_FILE.read_text(encoding="utf-8"))
+    return page
+
+
+def _session() -> Session:
+    session = Session()
+    session.set_credentials("AKIDEXAMPLE", "not-a-secret")
+    return session
+
+
+def _client(endpoint_url: str | None = None) -> Any:
+    config = Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=1)
+    return _session().create_client(
+        "pricing", region_name="us-east-1", config=config, endpoint_url=endpoint_url
+    )
+
+
+def _request(instance_type: str = "inf2.8xlarge", region: str = "us-east-1") -> dict[str, Any]:
+    return {
+        "ServiceCode": "AmazonEC2",
+        "Filters": product_filters(instance_type, region),
+        "FormatVersion": "aws_v1",
+        "MaxResults": 100,
+    }
+
+
+class Unpriced:
+    """A fallback that knows no price, to show where an answer came from."""
+
+    def hourly_price(self, instance_type: str, region: str) -> HourlyPrice:
+        raise PriceUnavailable(f"no fallback price for {instance_type}")
+
+
+def test_filters_select_linux_shared_on_demand() -> None:
+    assert {f["Field"]: f["Value"] for f in product_filters("inf2.8xlarge", "us-east-1")} == {
+        "instanceType": "inf2.8xlarge",
+        "regionCode": "us-east-1",
+        "operatingSystem": "Linux",
+        "tenancy": "Shared",
+        "preInstalledSw": "NA",
+        "capacitystatus": "Used",
+    }
+    assert {f["Type"] for f in product_filters("g5.xlarge", "eu-west-1")} == {"TERM_MATCH"}
+
+
+def test_price_list_page_is_parsed_and_cached(caplog: pytest.LogCaptureFixture) -> None:
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_response("get_products", _page(), _request())
+        source = AwsPriceList(client, Unpriced())
+        price = source.hourly_price("inf2.8xlarge", "us-east-1")
+        # cached: a second call must not reach the (now empty) stub
+        again = source.hourly_price("inf2.8xlarge", "us-east-1")
+        stub.assert_no_pending_responses()
+    assert price.usd_per_hour == 1.96786  # the on-demand term, not the reserved one
+    assert price.as_of == date(2026, 7, 1)
+    assert price.source == "AWS Price List API (AmazonEC2 us-east-1, sku 7XQ8HJ3M4PDDKJ2A)"
+    assert again is price
+    assert not caplog.records
+
+
+def test_cache_is_per_instance_type_and_region() -> None:
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_response("get_products", _page(), _request())
+        stub.add_response("get_products", _page(), _request(region="us-west-2"))
+        source = AwsPriceList(client, Unpriced())
+        source.hourly_price("inf2.8xlarge", "us-east-1")
+        source.hourly_price("inf2.8xlarge", "us-west-2")
+        source.hourly_price("inf2.8xlarge", "us-east-1")
+        stub.assert_no_pending_responses()
+
+
+def test_cache_expires() -> None:
+    now = [0.0]
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_response("get_products", _page(), _request())
+        stub.add_response("get_products", _page(), _request())
+        source = AwsPriceList(client, Unpriced(), cache_seconds=60, clock=lambda: now[0])
+        source.hourly_price("inf2.8xlarge", "us-east-1")
+        now[0] = 61
+        source.hourly_price("inf2.8xlarge", "us-east-1")
+        stub.assert_no_pending_responses()
+
+
+def test_next_token_is_followed() -> None:
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_response(
+            "get_products",
+            {"FormatVersion": "aws_v1", "PriceList": [], "NextToken": "t1"},
+            _request(),
+        )
+        stub.add_response("get_products", _page(), {**_request(), "NextToken": "t1"})
+        price = AwsPriceList(client, Unpriced()).hourly_price("inf2.8xlarge", "us-east-1")
+        stub.assert_no_pending_responses()
+    assert price.usd_per_hour == 1.96786
+
+
+def _fallback_price(client: Any, caplog: pytest.LogCaptureFixture) -> HourlyPrice:
+    with caplog.at_level(logging.WARNING, logger="acceltrial.providers.pricing.aws"):
+        return AwsPriceList(client, bundled_catalog()).hourly_price("inf2.8xlarge", "us-east-1")
+
+
+def _assert_fell_back(price: HourlyPrice, caplog: pytest.LogCaptureFixture, why: str) -> None:
+    assert price.usd_per_hour == 1.96786
+    assert price.as_of == REFERENCE_DATE
+    assert price.source.startswith("catalog: ")
+    assert "fallback: AWS Price List API failed" in price.source
+    assert why in price.source
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "AWS Price List API failed for inf2.8xlarge in us-east-1" in warnings[0].getMessage()
+    assert why in warnings[0].getMessage()
+
+
+def test_unreachable_aws_falls_back_to_the_catalog(caplog: pytest.LogCaptureFixture) -> None:
+    # Nothing listens on the discard port of the loopback address: the connection is refused.
+    price = _fallback_price(_client("http://127.0.0.1:9"), caplog)
+    _assert_fell_back(price, caplog, "EndpointConnectionError")
+
+
+@pytest.mark.parametrize("code", ["AccessDeniedException", "ThrottlingException"])
+def test_an_aws_error_falls_back_to_the_catalog(
+    code: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_client_error("get_products", service_error_code=code, http_status_code=400)
+        price = _fallback_price(client, caplog)
+    _assert_fell_back(price, caplog, code)
+
+
+@pytest.mark.parametrize(
+    ("page", "why"),
+    [
+        ({"FormatVersion": "aws_v1", "PriceList": []}, "has no on-demand price"),
+        ({"FormatVersion": "aws_v1", "PriceList": ["{not json"]}, "JSONDecodeError"),
+        ({"FormatVersion": "aws_v1", "PriceList": ['{"terms": {}}']}, "ValidationError"),
+    ],
+)
+def test_an_unusable_answer_falls_back(
+    page: dict[str, Any], why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_response("get_products", page, _request())
+        price = _fallback_price(client, caplog)
+    _assert_fell_back(price, caplog, why)
+
+
+def test_two_different_prices_are_ambiguous(caplog: pytest.LogCaptureFixture) -> None:
+    page = _page()
+    other = page["PriceList"][0].replace('"1.9678600000"', '"2.5000000000"')
+    page["PriceList"].append(other)
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_response("get_products", page, _request())
+        price = _fallback_price(client, caplog)
+    _assert_fell_back(price, caplog, "several on-demand prices for inf2.8xlarge: [1.96786, 2.5]")
+
+
+def test_a_failure_is_retried_only_after_a_while(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_client_error("get_products", service_error_code="ThrottlingException")
+        stub.add_response("get_products", _page(), _request())
+        source = AwsPriceList(client, bundled_catalog(), retry_seconds=900, clock=lambda: now[0])
+        first = source.hourly_price("inf2.8xlarge", "us-east-1")
+        now[0] = 899
+        assert source.hourly_price("inf2.8xlarge", "us-east-1") is first
+        now[0] = 901
+        fresh = source.hourly_price("inf2.8xlarge", "us-east-1")
+        stub.assert_no_pending_responses()
+    assert "fallback" in first.source
+    assert fresh.source.startswith("AWS Price List API")
+
+
+def test_no_price_anywhere_says_both_reasons() -> None:
+    client = _client()
+    with Stubber(client) as stub:
+        stub.add_client_error("get_products", service_error_code="AccessDeniedException")
+        with pytest.raises(PriceUnavailable) as raised:
+            AwsPriceList(client, bundled_catalog()).hourly_price("g5.2xlarge", "us-east-1")
+    assert "AccessDeniedException" in str(raised.value)
+    assert "no price for g5.2xlarge in us-east-1" in str(raised.value)
+
+
+def test_the_production_client_retries_once() -> None:
+    client: Any = pricing_client(_session())
+    assert client.meta.region_name == "us-east-1"
+    # botocore reads retries.max_attempts as retries: one retry is two attempts in all
+    assert client.meta.config.retries["total_max_attempts"] == 2

@@ -14,6 +14,7 @@ from botocore.config import Config
 from botocore.session import Session
 from botocore.stub import Stubber
 
+from acceltrial.api.spec import CandidateSpec, EconomicsSpec
 from acceltrial.providers.pricing.aws import AwsPriceList, pricing_client, product_filters
 from acceltrial.providers.pricing.catalog import (
     GPU_RESOURCE,
@@ -23,6 +24,7 @@ from acceltrial.providers.pricing.catalog import (
     parse_catalog,
 )
 from acceltrial.providers.pricing.port import HourlyPrice, PriceUnavailable
+from acceltrial.providers.pricing.trial import candidate_accelerators, select_source, trial_prices
 
 REFERENCE_DATE = date(2026, 7, 20)
 
@@ -339,3 +341,83 @@ def test_the_production_client_retries_once() -> None:
     assert client.meta.region_name == "us-east-1"
     # botocore reads retries.max_attempts as retries: one retry is two attempts in all
     assert client.meta.config.retries["total_max_attempts"] == 2
+
+
+# --- a trial's prices: source selection, explicit prices, discount factors ------------------
+
+
+def _economics(**fields: Any) -> EconomicsSpec:
+    return EconomicsSpec.model_validate(fields)
+
+
+def test_catalog_prices_with_discount_factors() -> None:
+    economics = _economics(pricing="catalog", priceFactors={"baseline": 0.72, "candidate": 0.5})
+    prices = trial_prices(economics, "g5.xlarge", "inf2.8xlarge", bundled_catalog())
+    # 1.006 x 0.72 = 0.72432; 1.96786 x 0.5 = 0.98393
+    assert prices.baseline.usd_per_hour == pytest.approx(0.72432)
+    assert prices.baseline.on_demand_usd_per_hour == 1.006
+    assert prices.candidate.usd_per_hour == pytest.approx(0.98393)
+    assert prices.candidate.as_of == REFERENCE_DATE
+    assert prices.candidate.source.endswith("x 0.5 (spec.economics.priceFactors)")
+    assert prices.candidate.source.startswith("catalog: AWS Price List API")
+
+
+def test_explicit_prices_take_factors_too() -> None:
+    economics = _economics(
+        pricing="explicit",
+        prices={"baselinePerHour": 1.5, "candidatePerHour": 2.0},
+        priceFactors={"candidate": 0.8},
+    )
+    prices = trial_prices(economics, "g5.2xlarge", "inf2.8xlarge", None)
+    assert (prices.baseline.usd_per_hour, prices.baseline.source) == (1.5, "spec.economics.prices")
+    assert prices.candidate.usd_per_hour == pytest.approx(1.6)
+    assert prices.candidate.on_demand_usd_per_hour == 2.0
+    assert prices.candidate.source == "spec.economics.prices, x 0.8 (spec.economics.priceFactors)"
+
+
+def test_an_unknown_catalog_price_stays_unknown_with_its_reason() -> None:
+    prices = trial_prices(_economics(), "g5.2xlarge", "inf2.8xlarge", bundled_catalog())
+    assert prices.baseline.usd_per_hour is None
+    assert "no price for g5.2xlarge in us-east-1" in prices.baseline.source
+    assert prices.candidate.usd_per_hour == 1.96786
+
+
+def test_region_is_passed_to_the_source() -> None:
+    prices = trial_prices(
+        _economics(region="eu-west-1"), "g5.xlarge", "inf2.8xlarge", bundled_catalog()
+    )
+    assert prices.candidate.usd_per_hour is None
+    assert "no eu-west-1 price for inf2.8xlarge" in prices.candidate.source
+
+
+def test_select_source_builds_the_aws_client_only_when_asked() -> None:
+    built: list[str] = []
+
+    def aws() -> AwsPriceList:
+        built.append("aws")
+        return AwsPriceList(_client(), bundled_catalog())
+
+    catalog = bundled_catalog()
+    assert select_source(_economics(pricing="catalog"), catalog, aws) is catalog
+    explicit = _economics(pricing="explicit", prices={"baselinePerHour": 1, "candidatePerHour": 1})
+    assert select_source(explicit, catalog, aws) is None
+    assert built == []
+    assert isinstance(select_source(_economics(pricing="aws"), catalog, aws), AwsPriceList)
+    assert built == ["aws"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"instanceType": "inf2.8xlarge", "neuronCores": 2}, (2, 2)),
+        ({"instanceType": "inf2.8xlarge", "neuronCores": 1}, (1, 2)),
+        ({"instanceType": "inf2.48xlarge", "neuronDevices": 4}, (4, 12)),
+        ({"instanceType": "trn1.32xlarge", "neuronCores": 8}, (8, 32)),
+        ({"instanceType": "inf2.4xlarge", "neuronCores": 2}, (2, None)),  # not in the catalog
+    ],
+)
+def test_candidate_accelerators(
+    fields: dict[str, Any], expected: tuple[int | None, int | None]
+) -> None:
+    candidate = CandidateSpec.model_validate({"image": "registry/model:neuron", **fields})
+    assert candidate_accelerators(candidate, bundled_catalog()) == expected

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acceltrial.api.spec import EconomicsSpec, MigrationCost
 from acceltrial.engine.economics import (
@@ -283,3 +285,44 @@ def test_to_status_leaves_unknown_figures_out() -> None:
     assert status.candidate is not None
     assert status.candidate.model_dump(by_alias=True, exclude_none=True) == {"utilization": 0.05}
     assert status.projected_monthly_savings is None
+
+
+MEASURED = st.one_of(
+    st.none(),
+    st.just(0.0),
+    st.just(NAN),
+    st.just(float("inf")),
+    st.floats(min_value=-10, max_value=1e6, allow_nan=False),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    replicas=st.integers(min_value=0, max_value=50),
+    price=MEASURED,
+    per_pod=MEASURED,
+    per_instance=MEASURED,
+    requests=MEASURED,
+    tokens=MEASURED,
+    utilization=MEASURED,
+)
+def test_every_figure_is_none_or_a_finite_positive_number(
+    replicas: int,
+    price: float | None,
+    per_pod: float | None,
+    per_instance: float | None,
+    requests: float | None,
+    tokens: float | None,
+    utilization: float | None,
+) -> None:
+    candidate = VariantInput(
+        replicas, price, per_pod, per_instance, Throughput(requests, tokens), utilization
+    )
+    result = compare(BASELINE_AT_5, candidate, ECONOMICS)
+    for value in result.candidate.__dict__.values():
+        if isinstance(value, float | int):
+            assert math.isfinite(value)
+            assert value > 0
+    for figure in (result.monthly_savings, result.payback_months):
+        assert figure is None or math.isfinite(figure)
+    to_status(result)  # the status models accept every result

@@ -184,23 +184,20 @@ def production_throughput(baseline: Throughput, candidate: Throughput) -> Throug
     )
 
 
-def variant_cost(variant: VariantInput, production: Throughput, target: float) -> VariantCost:
-    """Observed and projected cost figures of one variant."""
-    share = instance_share(variant.accelerators_per_pod, variant.accelerators_per_instance)
-    price = _positive(variant.price_per_instance_hour)
-    per_replica_hour = None if share is None or price is None else price * share
-    replicas = variant.replicas if variant.replicas > 0 else None
-    cost_per_hour = (
-        None if per_replica_hour is None or replicas is None else replicas * per_replica_hour
+def _times(first: float | None, second: float | None) -> float | None:
+    return None if first is None or second is None else first * second
+
+
+def _capacity(variant: VariantInput) -> Throughput:
+    observed = variant.observed
+    return Throughput(
+        capacity_per_replica(observed.requests_per_second, variant.replicas, variant.utilization),
+        capacity_per_replica(observed.tokens_per_second, variant.replicas, variant.utilization),
     )
-    capacity = Throughput(
-        capacity_per_replica(
-            variant.observed.requests_per_second, variant.replicas, variant.utilization
-        ),
-        capacity_per_replica(
-            variant.observed.tokens_per_second, variant.replicas, variant.utilization
-        ),
-    )
+
+
+def fleet_for(production: Throughput, capacity: Throughput, target: float) -> int | None:
+    """Replicas that carry all production traffic: the larger of the request and token needs."""
     needed = [
         n
         for n in (
@@ -209,21 +206,31 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
         )
         if n is not None
     ]
-    projected_replicas = max(needed) if needed else None
-    projected_per_hour = (
-        None
-        if projected_replicas is None or per_replica_hour is None
-        else projected_replicas * per_replica_hour
+    return max(needed) if needed else None
+
+
+def variant_cost(variant: VariantInput, production: Throughput, target: float) -> VariantCost:
+    """Observed and projected cost figures of one variant."""
+    share = instance_share(variant.accelerators_per_pod, variant.accelerators_per_instance)
+    per_replica_hour = _times(_positive(variant.price_per_instance_hour), share)
+    cost_per_hour = _times(
+        float(variant.replicas) if variant.replicas > 0 else None, per_replica_hour
     )
+    capacity = _capacity(variant)
+    projected_replicas = fleet_for(production, capacity, target)
+    projected_per_hour = _times(
+        None if projected_replicas is None else float(projected_replicas), per_replica_hour
+    )
+    observed = variant.observed
     return VariantCost(
         instance_share=share,
         cost_per_replica_hour=per_replica_hour,
         cost_per_hour=cost_per_hour,
         observed_per_million_tokens=cost_per_unit(
-            cost_per_hour, variant.observed.tokens_per_second, TOKENS_UNIT
+            cost_per_hour, observed.tokens_per_second, TOKENS_UNIT
         ),
         observed_per_thousand_requests=cost_per_unit(
-            cost_per_hour, variant.observed.requests_per_second, REQUESTS_UNIT
+            cost_per_hour, observed.requests_per_second, REQUESTS_UNIT
         ),
         capacity_per_replica=capacity,
         projected_replicas=projected_replicas,
@@ -234,10 +241,8 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
         projected_per_thousand_requests=cost_per_unit(
             projected_per_hour, production.requests_per_second, REQUESTS_UNIT
         ),
-        projected_monthly_cost=None
-        if projected_per_hour is None
-        else projected_per_hour * HOURS_PER_MONTH,
-        utilization=variant.utilization if _positive(variant.utilization) is not None else None,
+        projected_monthly_cost=_times(projected_per_hour, HOURS_PER_MONTH),
+        utilization=_positive(variant.utilization),
     )
 
 

@@ -296,28 +296,20 @@ MEASURED = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(
+CANDIDATES = st.builds(
+    VariantInput,
     replicas=st.integers(min_value=0, max_value=50),
-    price=MEASURED,
-    per_pod=MEASURED,
-    per_instance=MEASURED,
-    requests=MEASURED,
-    tokens=MEASURED,
+    price_per_instance_hour=MEASURED,
+    accelerators_per_pod=MEASURED,
+    accelerators_per_instance=MEASURED,
+    observed=st.builds(Throughput, MEASURED, MEASURED),
     utilization=MEASURED,
 )
-def test_every_figure_is_none_or_a_finite_positive_number(
-    replicas: int,
-    price: float | None,
-    per_pod: float | None,
-    per_instance: float | None,
-    requests: float | None,
-    tokens: float | None,
-    utilization: float | None,
-) -> None:
-    candidate = VariantInput(
-        replicas, price, per_pod, per_instance, Throughput(requests, tokens), utilization
-    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(candidate=CANDIDATES)
+def test_every_figure_is_none_or_a_finite_positive_number(candidate: VariantInput) -> None:
     result = compare(BASELINE_AT_5, candidate, ECONOMICS)
     for value in result.candidate.__dict__.values():
         if isinstance(value, float | int):

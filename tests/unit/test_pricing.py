@@ -15,6 +15,7 @@ from botocore.session import Session
 from botocore.stub import Stubber
 
 from acceltrial.api.spec import CandidateSpec, EconomicsSpec
+from acceltrial.engine.economics import Throughput, VariantInput, compare
 from acceltrial.providers.pricing.aws import AwsPriceList, pricing_client, product_filters
 from acceltrial.providers.pricing.catalog import (
     GPU_RESOURCE,
@@ -421,3 +422,25 @@ def test_candidate_accelerators(
 ) -> None:
     candidate = CandidateSpec.model_validate({"image": "registry/model:neuron", **fields})
     assert candidate_accelerators(candidate, bundled_catalog()) == expected
+
+
+def test_catalog_prices_feed_the_cost_model() -> None:
+    economics = _economics(priceFactors={"candidate": 0.5})
+    catalog = bundled_catalog()
+    prices = trial_prices(economics, "g5.xlarge", "inf2.8xlarge", catalog)
+    candidate = CandidateSpec.model_validate(
+        {"image": "registry/model:neuron", "instanceType": "inf2.8xlarge", "neuronCores": 1}
+    )
+    per_pod, per_instance = candidate_accelerators(candidate, catalog)
+    result = compare(
+        VariantInput(4, prices.baseline.usd_per_hour, 1, 1, Throughput(9, 1800), 0.6),
+        VariantInput(
+            2, prices.candidate.usd_per_hour, per_pod, per_instance, Throughput(1, 200), 0.1
+        ),
+        economics,
+    )
+    # baseline 4 x 1.006 = $4.024/h; candidate 2 pods x half an inf2.8xlarge x 0.5 = $0.983930/h
+    assert result.baseline.cost_per_hour == pytest.approx(4.024)
+    assert result.candidate.cost_per_hour == pytest.approx(0.98393)
+    # candidate capacity (200 / 2) / 0.1 = 1000 tok/s; ceil(2000 / 700) = 3 half instances
+    assert result.candidate.projected_replicas == 3

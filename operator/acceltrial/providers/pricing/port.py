@@ -21,7 +21,8 @@ class HourlyPrice:
     source: str
     """Where the number comes from, in words (and, for a fallback, why the first choice failed)."""
     as_of: date | None
-    """When the price was taken from its source, if known."""
+    """The date the price is known to hold from, if any: the catalog's date of taking it, or the
+    Price List term's effective date."""
 
 
 class PriceUnavailable(Exception):

@@ -18,6 +18,7 @@ from acceltrial.engine.economics import (
     VariantInput,
     capacity_per_replica,
     compare,
+    cost_criterion_values,
     cost_per_unit,
     instance_share,
     payback_months,
@@ -318,3 +319,18 @@ def test_every_figure_is_none_or_a_finite_positive_number(candidate: VariantInpu
     for figure in (result.monthly_savings, result.payback_months):
         assert figure is None or math.isfinite(figure)
     to_status(result)  # the status models accept every result
+
+
+def test_cost_criteria_read_the_projection() -> None:
+    result = compare(BASELINE_AT_5, CANDIDATE_AT_5, ECONOMICS)
+    base, cand = cost_criterion_values(result, "cost_per_million_tokens")
+    # $0.69861 against $0.40997 per 1M tokens: a relative value of 0.587
+    assert base == pytest.approx(0.698611, rel=1e-5)
+    assert cand == pytest.approx(0.409971, rel=1e-5)
+    base, cand = cost_criterion_values(result, "cost_per_thousand_requests")
+    assert (base, cand) == (
+        pytest.approx(0.139722, rel=1e-5),
+        pytest.approx(0.0819942, rel=1e-5),
+    )
+    with pytest.raises(ValueError, match="latency_p99 is not a cost metric"):
+        cost_criterion_values(result, "latency_p99")

@@ -274,6 +274,25 @@ def compare(
     )
 
 
+def cost_criterion_values(comparison: Comparison, metric: str) -> tuple[float | None, float | None]:
+    """(baseline, candidate) values of a cost criterion: the projected cost per unit.
+
+    Criteria gate on the projection, since the observed cost of a variant at a small share says
+    more about its idleness than about its price; ``fromWeight`` keeps them to steps with load.
+    """
+    if metric == "cost_per_million_tokens":
+        return (
+            comparison.baseline.projected_per_million_tokens,
+            comparison.candidate.projected_per_million_tokens,
+        )
+    if metric == "cost_per_thousand_requests":
+        return (
+            comparison.baseline.projected_per_thousand_requests,
+            comparison.candidate.projected_per_thousand_requests,
+        )
+    raise ValueError(f"{metric} is not a cost metric")
+
+
 def variant_status(cost: VariantCost) -> VariantEconomics:
     """One variant's figures in the shape of ``status.economics``."""
     return VariantEconomics(

@@ -1,0 +1,315 @@
+"""The cost model: what each variant costs per useful result, observed and projected.
+
+Pure arithmetic on plain numbers the caller measured (throughput, utilization) and resolved
+(prices, accelerators per pod and per instance). No I/O. A figure that cannot be computed from
+what was given (a missing measurement, zero throughput, zero utilization) is None, never NaN or 0.
+
+The formulas, per variant:
+
+- instance share of a pod = accelerators per pod / accelerators per instance (2 of 2 NeuronCores
+  on inf2.8xlarge is 1, 1 of 2 is 0.5; GPUs count the same way). It assumes the rest of a shared
+  instance is used by other pods, as the scheduler packs them.
+- cost per replica-hour = instance price per hour x instance share; cost per hour = replicas x that.
+- observed cost per 1M tokens = cost per hour / (tokens/s x 3600) x 1e6, and per 1k requests the
+  same with successful requests/s and 1e3: what the traffic the variant actually served cost.
+- projected (all production traffic on this variant, at ``economics.targetUtilization``):
+  capacity per replica = observed throughput per replica / observed utilization;
+  replicas needed = ceil(production throughput / (capacity per replica x target utilization)),
+  taking the larger of the token and the request figure when both are known;
+  projected cost per hour = replicas needed x cost per replica-hour; projected cost per unit =
+  projected cost per hour / production throughput in that unit.
+- production throughput = the sum of both variants' observed throughput (they share the traffic),
+  unless the caller gives it.
+- monthly cost = projected cost per hour x 730 h; savings = baseline's - candidate's;
+  payback months = (engineerHours x hourlyRate + other) / savings, None when savings <= 0.
+
+At a 5% step the candidate is mostly idle, so its observed cost per token is high; the projection
+says what it would cost busy. Gate on the projection only at steps with enough load
+(``fromWeight``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from acceltrial.api.spec import EconomicsSpec, MigrationCost
+from acceltrial.api.status import EconomicsStatus, VariantEconomics
+
+HOURS_PER_MONTH = 730.0
+SECONDS_PER_HOUR = 3600.0
+TOKENS_UNIT = 1_000_000.0
+REQUESTS_UNIT = 1_000.0
+# ceil(2.0000000000004) must be 2: the division behind it is not exact in floating point.
+_CEIL_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Useful work per second: successful requests and generated tokens, None if not measured."""
+
+    requests_per_second: float | None = None
+    tokens_per_second: float | None = None
+
+
+@dataclass(frozen=True)
+class VariantInput:
+    """What the cost model needs to know about one variant."""
+
+    replicas: int
+    """Pods serving the variant during the measurement."""
+    price_per_instance_hour: float | None
+    """Price of one instance hour in USD, discounts applied; None if unknown."""
+    accelerators_per_pod: float | None
+    """NeuronCores, Neuron devices or GPUs each pod requests."""
+    accelerators_per_instance: float | None
+    """The same resource's count on one instance."""
+    observed: Throughput
+    """What the variant served over the measurement window."""
+    utilization: float | None
+    """Measured accelerator utilization, 0..1."""
+
+
+@dataclass(frozen=True)
+class VariantCost:
+    """The cost figures of one variant; each None when it cannot be computed."""
+
+    instance_share: float | None
+    cost_per_replica_hour: float | None
+    cost_per_hour: float | None
+    observed_per_million_tokens: float | None
+    observed_per_thousand_requests: float | None
+    capacity_per_replica: Throughput
+    """Throughput one replica would give at 100% utilization."""
+    projected_replicas: int | None
+    projected_cost_per_hour: float | None
+    projected_per_million_tokens: float | None
+    projected_per_thousand_requests: float | None
+    projected_monthly_cost: float | None
+    utilization: float | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Both variants' costs, the production traffic they were projected to, and the payoff."""
+
+    baseline: VariantCost
+    candidate: VariantCost
+    production: Throughput
+    target_utilization: float
+    monthly_savings: float | None
+    migration_cost: float | None
+    payback_months: float | None
+
+
+def _positive(value: float | None) -> float | None:
+    """``value`` if it is a finite number above zero, else None."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return None
+    return value
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or numerator < 0 or not math.isfinite(numerator):
+        return None
+    divisor = _positive(denominator)
+    return None if divisor is None else numerator / divisor
+
+
+def instance_share(per_pod: float | None, per_instance: float | None) -> float | None:
+    """The share of an instance one pod takes; None if unknown or more than one instance."""
+    share = _ratio(_positive(per_pod), per_instance)
+    if share is None or share > 1:
+        return None
+    return share
+
+
+def cost_per_unit(
+    cost_per_hour: float | None, per_second: float | None, unit: float
+) -> float | None:
+    """USD per ``unit`` items when ``per_second`` items cost ``cost_per_hour``."""
+    per_hour = _positive(per_second)
+    if cost_per_hour is None or per_hour is None:
+        return None
+    return cost_per_hour / (per_hour * SECONDS_PER_HOUR) * unit
+
+
+def capacity_per_replica(
+    observed: float | None, replicas: int, utilization: float | None
+) -> float | None:
+    """Throughput one replica would give fully used: per-replica throughput / utilization."""
+    per_replica = _ratio(_positive(observed), replicas)
+    busy = _positive(utilization)
+    if busy is None or busy > 1:
+        return None  # utilization outside (0, 1] is a broken measurement, not a capacity
+    return _ratio(per_replica, busy)
+
+
+def replicas_needed(
+    production: float | None, capacity: float | None, target_utilization: float
+) -> int | None:
+    """ceil(production / (capacity x target utilization)); None without both numbers."""
+    usable = None if capacity is None else capacity * target_utilization
+    needed = _ratio(_positive(production), usable)
+    if needed is None:
+        return None
+    return max(1, math.ceil(needed - _CEIL_TOLERANCE))
+
+
+def migration_total(cost: MigrationCost | None) -> float | None:
+    """engineerHours x hourlyRate + other, or None when no migration cost is given."""
+    if cost is None:
+        return None
+    return cost.engineer_hours * cost.hourly_rate + cost.other
+
+
+def payback_months(migration: float | None, monthly_savings: float | None) -> float | None:
+    """Months of savings that repay the migration; None when nothing is saved."""
+    if migration is None or monthly_savings is None or monthly_savings <= 0:
+        return None
+    return migration / monthly_savings
+
+
+def production_throughput(baseline: Throughput, candidate: Throughput) -> Throughput:
+    """All traffic: the two variants' observed throughput added, per unit measured on both."""
+
+    def total(first: float | None, second: float | None) -> float | None:
+        if first is None or second is None:
+            return None
+        return _positive(first + second)
+
+    return Throughput(
+        total(baseline.requests_per_second, candidate.requests_per_second),
+        total(baseline.tokens_per_second, candidate.tokens_per_second),
+    )
+
+
+def _times(first: float | None, second: float | None) -> float | None:
+    return None if first is None or second is None else first * second
+
+
+def _capacity(variant: VariantInput) -> Throughput:
+    observed = variant.observed
+    return Throughput(
+        capacity_per_replica(observed.requests_per_second, variant.replicas, variant.utilization),
+        capacity_per_replica(observed.tokens_per_second, variant.replicas, variant.utilization),
+    )
+
+
+def fleet_for(production: Throughput, capacity: Throughput, target: float) -> int | None:
+    """Replicas that carry all production traffic: the larger of the request and token needs."""
+    needed = [
+        n
+        for n in (
+            replicas_needed(production.requests_per_second, capacity.requests_per_second, target),
+            replicas_needed(production.tokens_per_second, capacity.tokens_per_second, target),
+        )
+        if n is not None
+    ]
+    return max(needed) if needed else None
+
+
+def variant_cost(variant: VariantInput, production: Throughput, target: float) -> VariantCost:
+    """Observed and projected cost figures of one variant."""
+    share = instance_share(variant.accelerators_per_pod, variant.accelerators_per_instance)
+    per_replica_hour = _times(_positive(variant.price_per_instance_hour), share)
+    cost_per_hour = _times(
+        float(variant.replicas) if variant.replicas > 0 else None, per_replica_hour
+    )
+    capacity = _capacity(variant)
+    projected_replicas = fleet_for(production, capacity, target)
+    projected_per_hour = _times(
+        None if projected_replicas is None else float(projected_replicas), per_replica_hour
+    )
+    observed = variant.observed
+    return VariantCost(
+        instance_share=share,
+        cost_per_replica_hour=per_replica_hour,
+        cost_per_hour=cost_per_hour,
+        observed_per_million_tokens=cost_per_unit(
+            cost_per_hour, observed.tokens_per_second, TOKENS_UNIT
+        ),
+        observed_per_thousand_requests=cost_per_unit(
+            cost_per_hour, observed.requests_per_second, REQUESTS_UNIT
+        ),
+        capacity_per_replica=capacity,
+        projected_replicas=projected_replicas,
+        projected_cost_per_hour=projected_per_hour,
+        projected_per_million_tokens=cost_per_unit(
+            projected_per_hour, production.tokens_per_second, TOKENS_UNIT
+        ),
+        projected_per_thousand_requests=cost_per_unit(
+            projected_per_hour, production.requests_per_second, REQUESTS_UNIT
+        ),
+        projected_monthly_cost=_times(projected_per_hour, HOURS_PER_MONTH),
+        utilization=_positive(variant.utilization),
+    )
+
+
+def compare(
+    baseline: VariantInput,
+    candidate: VariantInput,
+    economics: EconomicsSpec,
+    production: Throughput | None = None,
+) -> Comparison:
+    """Both variants' costs at the traffic they served and projected to all of it."""
+    traffic = production or production_throughput(baseline.observed, candidate.observed)
+    target = economics.target_utilization
+    base = variant_cost(baseline, traffic, target)
+    cand = variant_cost(candidate, traffic, target)
+    savings = (
+        None
+        if base.projected_monthly_cost is None or cand.projected_monthly_cost is None
+        else base.projected_monthly_cost - cand.projected_monthly_cost
+    )
+    migration = migration_total(economics.migration_cost)
+    return Comparison(
+        baseline=base,
+        candidate=cand,
+        production=traffic,
+        target_utilization=target,
+        monthly_savings=savings,
+        migration_cost=migration,
+        payback_months=payback_months(migration, savings),
+    )
+
+
+def cost_criterion_values(comparison: Comparison, metric: str) -> tuple[float | None, float | None]:
+    """(baseline, candidate) values of a cost criterion: the projected cost per unit.
+
+    Criteria gate on the projection, since the observed cost of a variant at a small share says
+    more about its idleness than about its price; ``fromWeight`` keeps them to steps with load.
+    """
+    if metric == "cost_per_million_tokens":
+        return (
+            comparison.baseline.projected_per_million_tokens,
+            comparison.candidate.projected_per_million_tokens,
+        )
+    if metric == "cost_per_thousand_requests":
+        return (
+            comparison.baseline.projected_per_thousand_requests,
+            comparison.candidate.projected_per_thousand_requests,
+        )
+    raise ValueError(f"{metric} is not a cost metric")
+
+
+def variant_status(cost: VariantCost) -> VariantEconomics:
+    """One variant's figures in the shape of ``status.economics``."""
+    return VariantEconomics(
+        cost_per_hour=cost.cost_per_hour,
+        observed_cost_per_million_tokens=cost.observed_per_million_tokens,
+        observed_cost_per_thousand_requests=cost.observed_per_thousand_requests,
+        projected_cost_per_million_tokens=cost.projected_per_million_tokens,
+        projected_cost_per_thousand_requests=cost.projected_per_thousand_requests,
+        utilization=cost.utilization,
+    )
+
+
+def to_status(comparison: Comparison) -> EconomicsStatus:
+    """The comparison as ``status.economics``; the full figures belong in the report."""
+    return EconomicsStatus(
+        baseline=variant_status(comparison.baseline),
+        candidate=variant_status(comparison.candidate),
+        projected_monthly_savings=comparison.monthly_savings,
+        payback_months=comparison.payback_months,
+    )

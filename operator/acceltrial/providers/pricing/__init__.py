@@ -1,0 +1,1 @@
+"""The pricing port and its adapters: the bundled catalog, the AWS Price List API, trial prices."""

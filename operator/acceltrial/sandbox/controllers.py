@@ -39,6 +39,7 @@ from acceltrial.sandbox.scheduling import choose_node, pod_requests
 from acceltrial.sandbox.store import Change, Object, Store, timestamp
 
 _HASH_CHARS = "bcdfghjkmnpqrstvwxz2456789"  # the alphabet of Kubernetes' safe-encoded hashes
+_BATCH_SECONDS = 0.005
 _MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 _SLICE_MANAGER = "endpointslice-controller.k8s.io"
 _WATCHED = {
@@ -59,6 +60,7 @@ class Controllers:
         self._wake = asyncio.Event()
         self._bound_at: dict[str, float] = {}
         self._ips = 0
+        self._owned: dict[str, list[Object]] = {}
         store.listeners.append(self._on_change)
         self.deployments = self._type("apps", "deployments")
         self.replicasets = self._type("apps", "replicasets")
@@ -83,12 +85,15 @@ class Controllers:
         self._wake.set()
         while True:
             await self._wake.wait()
+            # A short batching window: a burst of writes (a client creating many objects)
+            # then costs one pass instead of one per write.
+            await asyncio.sleep(_BATCH_SECONDS)
             self._wake.clear()
             self.reconcile()
-            await asyncio.sleep(0)  # let the server answer between passes
 
     def reconcile(self) -> None:
         """One pass over every controller."""
+        self._owned = _by_controller(self._all(self.replicasets) + self._all(self.pods))
         for deployment in self._all(self.deployments):
             self._guard(functools.partial(self._deployment, deployment))
         for replicaset in self._all(self.replicasets):
@@ -110,7 +115,8 @@ class Controllers:
             self._wake.set()
 
     def _all(self, resource: ResourceType) -> list[Object]:
-        return self.store.list_objects(resource, None)[0]
+        # Read-only views: every write below builds new dicts instead of editing these.
+        return self.store.peek(resource)
 
     # Deployment
 
@@ -121,7 +127,7 @@ class Controllers:
         spec = deployment.get("spec") or {}
         desired = int(spec.get("replicas", 1))
         template_hash = _hash(spec.get("template") or {})
-        owned = [rs for rs in self._all(self.replicasets) if _owned_by(rs, meta["uid"])]
+        owned = [rs for rs in self._owned.get(meta["uid"], []) if rs["kind"] == "ReplicaSet"]
         new = next((rs for rs in owned if _label(rs, "pod-template-hash") == template_hash), None)
         old = [rs for rs in owned if rs is not new]
         if new is None:
@@ -224,8 +230,8 @@ class Controllers:
             return
         pods = [
             pod
-            for pod in self._all(self.pods)
-            if _owned_by(pod, meta["uid"]) and not pod["metadata"].get("deletionTimestamp")
+            for pod in self._owned.get(meta["uid"], [])
+            if pod["kind"] == "Pod" and not pod["metadata"].get("deletionTimestamp")
         ]
         wanted = _spec_replicas(replicaset)
         for _ in range(wanted - len(pods)):
@@ -503,9 +509,14 @@ def _owner_reference(owner: Object) -> Object:
     }
 
 
-def _owned_by(obj: Object, uid: str) -> bool:
-    refs = obj["metadata"].get("ownerReferences") or []
-    return any(ref.get("uid") == uid and ref.get("controller") for ref in refs)
+def _by_controller(objects: list[Object]) -> dict[str, list[Object]]:
+    """Objects by the uid of their controlling owner (ownerReferences with controller: true)."""
+    owned: dict[str, list[Object]] = defaultdict(list)
+    for obj in objects:
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            if ref.get("controller"):
+                owned[ref["uid"]].append(obj)
+    return owned
 
 
 def _label(obj: Object, key: str) -> str | None:

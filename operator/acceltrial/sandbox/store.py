@@ -102,6 +102,7 @@ class Store:
         self.registry = registry
         self.clock = clock
         self._objects: dict[Key, Object] = {}
+        self._by_kind: dict[tuple[str, str], dict[Key, Object]] = {}
         self._uids: dict[str, Key] = {}
         self._version = 0
         self._history: deque[Change] = deque()
@@ -136,12 +137,15 @@ class Store:
         selector = selector or Selector()
         items = [
             copy.deepcopy(obj)
-            for key, obj in sorted(self._objects.items())
-            if key[:2] == resource.key
-            and (namespace is None or key[2] == namespace)
-            and selector.matches(obj)
+            for key, obj in sorted(self._by_kind.get(resource.key, {}).items())
+            if (namespace is None or key[2] == namespace) and selector.matches(obj)
         ]
         return items, self._version
+
+    def peek(self, resource: ResourceType) -> list[Object]:
+        """Every object of a kind, not copied: for in-process readers (the controllers) that
+        never change what they read; a list of thousands of pods then costs no copies."""
+        return list(self._by_kind.get(resource.key, {}).values())
 
     def _existing(self, resource: ResourceType, namespace: str, name: str) -> Object:
         obj = self._objects.get(_key(resource, namespace, name))
@@ -369,11 +373,14 @@ class Store:
         _meta(obj)["resourceVersion"] = str(self._version)
         key = _key(resource, _namespace(obj), _meta(obj)["name"])
         self._kinds[resource.key] = resource
+        same_kind = self._by_kind.setdefault(resource.key, {})
         if kind == "DELETED":
             self._objects.pop(key, None)
+            same_kind.pop(key, None)
             self._uids.pop(_meta(obj)["uid"], None)
         else:
             self._objects[key] = obj
+            same_kind[key] = obj
             self._uids[_meta(obj)["uid"]] = key
         change = Change(kind, resource, obj, old, self._version)
         self._remember(change)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
 from acceltrial.sandbox.cluster import Sandbox
-from tests.sandbox.conftest import CONFIGMAPS, Api, configmap
+from tests.sandbox.conftest import CONFIGMAPS, Api, configmap, eventually
 
 
 def test_watch_from_a_version_delivers_only_later_events(api: Api) -> None:
@@ -57,21 +59,19 @@ def test_watch_honours_timeout_seconds(api: Api) -> None:
 def test_watch_delivers_events_as_they_happen(cluster: Sandbox, api: Api) -> None:
     """A watch stays open and streams changes made after it started."""
     version = api.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
-
-    def create_later() -> None:
-        cluster.loop.call_later(
-            0.2,
-            lambda: cluster.store.create(
-                cluster.store.registry.find("", "v1", "configmaps"),  # type: ignore[arg-type]
-                "default",
-                configmap("late"),
-            ),
+    events: list[dict[str, Any]] = []
+    watcher = threading.Thread(
+        target=lambda: events.extend(
+            api.watch(CONFIGMAPS, count=1, resourceVersion=version, timeoutSeconds="10")
         )
+    )
+    watcher.start()
+    eventually(lambda: cluster.call(lambda: cluster.store.watch_count) == 1)
 
-    cluster.call(create_later)
-    events = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="2")
+    api.post(CONFIGMAPS, configmap("late"))
+    watcher.join(timeout=10)
 
-    assert [e["object"]["metadata"]["name"] for e in events] == ["late"]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "late")]
 
 
 def test_a_version_no_longer_kept_answers_410_gone(cluster: Sandbox, api: Api) -> None:

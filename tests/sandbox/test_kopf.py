@@ -72,6 +72,12 @@ class Operator:
         def ticked(**_: Any) -> None:
             self.calls["timer"] += 1
 
+        @kopf.daemon(GROUP, VERSION, PLURAL, **on)
+        async def watched(stopped: kopf.DaemonStopped, **_: Any) -> None:
+            self.calls["daemon"] += 1
+            await stopped.wait()
+            self.calls["daemon-stopped"] += 1
+
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._task = self._loop.create_task(
@@ -112,7 +118,8 @@ def test_kopf_handlers_fire_once_timers_tick_and_finalizers_hold(
 ) -> None:
     """kopf's contract with the API server (resourceVersion, JSON-patch tests on it, watch
     resumption, finalizers): one create call per object, one update per spec change, timers on
-    schedule, and the delete handler before the object goes."""
+    schedule, one daemon per object (stopped on deletion), and the delete handler before the
+    object goes."""
     trial = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
     assert api.post(TRIALS, trial).status == 201
     path = f"{TRIALS}/{trial['metadata']['name']}"
@@ -130,9 +137,11 @@ def test_kopf_handlers_fire_once_timers_tick_and_finalizers_hold(
     api.delete(path)
     eventually(lambda: api.get(path).status == 404)
 
+    eventually(lambda: operator.calls["daemon-stopped"] == 1)
     assert operator.calls["create"] == 1
     assert operator.calls["update"] == 1
     assert operator.calls["delete"] == 1
+    assert operator.calls["daemon"] == 1
 
 
 def test_the_operator_as_a_kopf_run_subprocess_admits_trials(

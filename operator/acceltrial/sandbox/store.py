@@ -34,6 +34,7 @@ Clock = Callable[[], datetime]
 Key = tuple[str, str, str, str]
 
 _NAME_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+FOREGROUND = "foregroundDeletion"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -307,20 +308,58 @@ class Store:
             raise errors.conflict(resource.plural, resource.group, name)
         if propagation == "Orphan":
             self._orphan(meta["uid"])
+        if propagation == "Foreground" and any(self.owned_by(meta["uid"])):
+            return self._delete_foreground(resource, obj)
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return copy.deepcopy(obj)
-            marked = copy.deepcopy(obj)
-            marked["metadata"]["deletionTimestamp"] = timestamp(self.clock())
-            marked["metadata"]["deletionGracePeriodSeconds"] = 0
-            self._commit("MODIFIED", resource, marked, obj)
-            return copy.deepcopy(marked)
+            return copy.deepcopy(self._mark_deleted(resource, obj))
         return copy.deepcopy(self._remove(resource, obj))
+
+    def _mark_deleted(
+        self, resource: ResourceType, obj: Object, add_finalizer: str | None = None
+    ) -> Object:
+        marked = copy.deepcopy(obj)
+        meta = marked["metadata"]
+        meta.setdefault("deletionTimestamp", timestamp(self.clock()))
+        meta["deletionGracePeriodSeconds"] = 0
+        if add_finalizer and add_finalizer not in (meta.get("finalizers") or []):
+            meta["finalizers"] = [*(meta.get("finalizers") or []), add_finalizer]
+        self._commit("MODIFIED", resource, marked, obj)
+        return marked
+
+    def _delete_foreground(self, resource: ResourceType, obj: Object) -> Object:
+        """Foreground cascading deletion: the owner gets the ``foregroundDeletion`` finalizer
+        and stays, marked, until the garbage collector has deleted its dependents."""
+        uid = _meta(obj)["uid"]
+        if FOREGROUND in (_meta(obj).get("finalizers") or []):
+            return copy.deepcopy(obj)  # already being deleted in the foreground
+        marked = self._mark_deleted(resource, obj, FOREGROUND)
+        for (group, plural, namespace, name), _ in list(self.owned_by(uid)):
+            kind = self._type_of(group, plural)
+            if kind is not None and _key(kind, namespace, name) in self._objects:
+                self.delete(kind, namespace, name, propagation="Foreground")
+        self._release_foreground(uid)
+        return copy.deepcopy(marked)
+
+    def _release_foreground(self, owner_uid: str) -> None:
+        """Drop an owner's ``foregroundDeletion`` finalizer once its last dependent is gone."""
+        key = self._uids.get(owner_uid)
+        owner = self._objects.get(key) if key is not None else None
+        if owner is None or FOREGROUND not in (_meta(owner).get("finalizers") or []):
+            return
+        if any(self.owned_by(owner_uid)):
+            return
+        kind = self._type_of(key[0], key[1]) if key is not None else None
+        if kind is not None and key is not None:
+            self.update(kind, key[2], key[3], _without_finalizer(FOREGROUND))
 
     def _remove(self, resource: ResourceType, obj: Object) -> Object:
         gone = copy.deepcopy(obj)
         self._commit("DELETED", resource, gone, obj)
         self._collect_garbage(_meta(obj)["uid"])
+        for ref in _meta(obj).get("ownerReferences") or []:
+            self._release_foreground(ref.get("uid", ""))
         if resource.key == ("", "namespaces"):
             self._empty_namespace(_meta(obj)["name"])
         return gone
@@ -491,3 +530,12 @@ def _drop_owner(obj: Object, owner_uid: str) -> Object:
     if not refs:
         del _meta(obj)["ownerReferences"]
     return obj
+
+
+def _without_finalizer(finalizer: str) -> Callable[[Object], Object]:
+    def change(obj: Object) -> Object:
+        finalizers = [f for f in _meta(obj).get("finalizers") or [] if f != finalizer]
+        _meta(obj)["finalizers"] = finalizers
+        return obj
+
+    return change

@@ -142,3 +142,11 @@ def test_strategic_patch_of_a_deployment(kubectl: Kubectl) -> None:
         "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[*].image}"
     )
     assert images == "nginx:1 envoy:2"
+
+
+def test_server_dry_run_changes_nothing(kubectl: Kubectl) -> None:
+    """kubectl apply --dry-run=server is validated by the server and not persisted."""
+    result = kubectl.ok("apply", "--dry-run=server", "-f", "-", stdin=CONFIGMAPS)
+
+    assert "configmap/web created (server dry run)" in result
+    assert kubectl("get", "configmap", "web").returncode != 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,8 @@ from acceltrial.sandbox.resources import (
 )
 from acceltrial.sandbox.selectors import Selector, SelectorError
 from acceltrial.sandbox.store import Object, Store
+
+logger = logging.getLogger(__name__)
 
 VERSION_INFO = {
     "major": "1",
@@ -84,6 +87,12 @@ class ApiHandler:
             return _json(error.status(), error.code)
         except SelectorError as error:
             return _json(errors.bad_request(str(error)).status(), 400)
+        except Exception as error:
+            # A bug here must reach the client as a Status, as the real server's 500s do, and
+            # be logged with its traceback for whoever runs the sandbox.
+            logger.exception("internal error serving %s %s", request.method, request.path)
+            status = ApiError(500, "InternalError", f"internal error: {error!r}").status()
+            return _json(status, 500)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
@@ -202,8 +211,13 @@ class ApiHandler:
 
     async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         since_text = request.query.get("resourceVersion", "")
-        since = int(since_text) if since_text not in ("", "0") else None
-        timeout = float(request.query.get("timeoutSeconds") or 1800)
+        try:
+            since = int(since_text) if since_text not in ("", "0") else None
+            timeout = float(request.query.get("timeoutSeconds") or 1800)
+        except ValueError as error:
+            raise errors.bad_request(
+                f"invalid resourceVersion or timeoutSeconds: {error}"
+            ) from error
         selector = self._selector(request, target)
         as_table = tables.wants_table(request.headers.get("Accept", ""))
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -257,7 +271,11 @@ class ApiHandler:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be an object")
         obj, warnings = self.store.create(
-            target.resource, target.namespace or "", body, _strict(request)
+            target.resource,
+            target.namespace or "",
+            body,
+            strict=_strict(request),
+            dry_run=_dry_run(request),
         )
         return _json(obj, 201, warnings)
 
@@ -274,6 +292,7 @@ class ApiHandler:
             lambda _current: body,
             subresource=target.subresource,
             strict=_strict(request),
+            dry_run=_dry_run(request),
         )
         return _json(obj, 200, warnings)
 
@@ -299,6 +318,7 @@ class ApiHandler:
             lambda current: _patched(apply, current, patch),
             subresource=target.subresource,
             strict=_strict(request),
+            dry_run=_dry_run(request),
         )
         return _json(obj, 200, warnings)
 
@@ -318,12 +338,17 @@ class ApiHandler:
                 lambda current: _patched(patching.strategic_merge_patch, current, patch),
                 subresource=target.subresource,
                 strict=_strict(request),
+                dry_run=_dry_run(request),
             )
         except ApiError as error:
             if error.code != 404 or target.subresource:
                 raise
             obj, warnings = self.store.create(
-                target.resource, target.namespace or "", patch, _strict(request)
+                target.resource,
+                target.namespace or "",
+                patch,
+                strict=_strict(request),
+                dry_run=_dry_run(request),
             )
             return _json(obj, 201, warnings)
         return _json(obj, 200, warnings)
@@ -348,6 +373,8 @@ class ApiHandler:
             "propagationPolicy", "Background"
         )
         precondition = (options.get("preconditions") or {}).get("resourceVersion")
+        if _dry_run(request) or options.get("dryRun") == ["All"]:
+            return _json(self.store.get(target.resource, target.namespace or "", target.name))
         obj = self.store.delete(
             target.resource,
             target.namespace or "",
@@ -439,6 +466,10 @@ _BODY_TYPES = frozenset(
 
 def _strict(request: web.Request) -> bool:
     return request.query.get("fieldValidation", "") == "Strict"
+
+
+def _dry_run(request: web.Request) -> bool:
+    return request.query.get("dryRun", "") == "All"
 
 
 def _flag(value: str | None) -> bool:

@@ -162,8 +162,15 @@ class Store:
     # Writing
 
     def create(
-        self, resource: ResourceType, namespace: str, body: Object, strict: bool = False
+        self,
+        resource: ResourceType,
+        namespace: str,
+        body: Object,
+        *,
+        strict: bool = False,
+        dry_run: bool = False,
     ) -> tuple[Object, list[str]]:
+        """Create; with ``dry_run`` every check runs but nothing is stored (``dryRun=All``)."""
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
         namespace = self._namespace_for(resource, namespace, meta)
@@ -183,6 +190,8 @@ class Store:
         obj, warnings = self._admit(resource, obj, None, strict)
         if resource.plural == "namespaces" and not resource.group:
             obj["status"] = {"phase": "Active"}
+        if dry_run:
+            return obj, warnings
         self._commit("ADDED", resource, obj, None)
         return copy.deepcopy(obj), warnings
 
@@ -231,6 +240,7 @@ class Store:
         *,
         subresource: str | None = None,
         strict: bool = False,
+        dry_run: bool = False,
     ) -> tuple[Object, list[str]]:
         """Replace or patch: ``change`` maps the current object to the requested one."""
         old = self._existing(resource, namespace, name)
@@ -246,6 +256,8 @@ class Store:
             return copy.deepcopy(old), warnings  # a no-op write changes no resourceVersion
         if _spec_of(new) != _spec_of(old):
             _meta(new)["generation"] = _meta(old).get("generation", 1) + 1
+        if dry_run:
+            return new, warnings
         self._commit("MODIFIED", resource, new, old)
         if _meta(new).get("deletionTimestamp") and not _meta(new).get("finalizers"):
             self._remove(resource, new)

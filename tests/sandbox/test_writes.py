@@ -179,3 +179,15 @@ def test_a_malformed_watch_version_answers_400(api: Api) -> None:
 
     assert reply.status == 400
     assert reply.body["kind"] == "Status"
+
+
+def test_subresources_exist_only_where_the_kind_has_them(api: Api) -> None:
+    """Discovery lists deployments/scale and deployments/status but no configmaps/status:
+    the paths of subresources a kind lacks answer 404."""
+    api.post(CONFIGMAPS, configmap("a"))
+    api.post(DEPLOYMENTS, deployment("d"))
+
+    assert api.get(f"{CONFIGMAPS}/a/status").status == 404
+    assert api.get(f"{CONFIGMAPS}/a/scale").status == 404
+    scale = api.get(f"{DEPLOYMENTS}/d/scale")
+    assert (scale.status, scale.body["kind"], scale.body["spec"]) == (200, "Scale", {"replicas": 1})

@@ -38,6 +38,10 @@ class ResourceType:
         return self.kind.lower()
 
     @property
+    def subresources(self) -> tuple[str, ...]:
+        return (("status",) if self.status else ()) + (("scale",) if self.scale else ())
+
+    @property
     def key(self) -> tuple[str, str]:
         """Objects are stored per (group, plural), whatever version they are served in."""
         return (self.group, self.plural)

@@ -149,9 +149,7 @@ class ApiHandler:
             return None
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource not in (None, "status", "scale") or (
-            subresource == "status" and not resource.status
-        ):
+        if subresource is not None and subresource not in resource.subresources:
             return None
         return Target(resource, namespace if resource.namespaced else None, name, subresource)
 

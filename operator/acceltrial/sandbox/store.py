@@ -105,6 +105,7 @@ class Store:
         self._objects: dict[Key, Object] = {}
         self._by_kind: dict[tuple[str, str], dict[Key, Object]] = {}
         self._uids: dict[str, Key] = {}
+        self._dependents: dict[str, set[Key]] = {}  # owner uid -> keys of its dependents
         self._version = 0
         self._history: deque[Change] = deque()
         self._history_size = history
@@ -155,8 +156,10 @@ class Store:
         return obj
 
     def owned_by(self, uid: str) -> Iterator[tuple[Key, Object]]:
-        for key, obj in list(self._objects.items()):
-            if any(ref.get("uid") == uid for ref in _meta(obj).get("ownerReferences") or []):
+        """The objects naming ``uid`` in their ownerReferences (from an index, not a scan)."""
+        for key in sorted(self._dependents.get(uid, ())):
+            obj = self._objects.get(key)
+            if obj is not None:
                 yield key, obj
 
     # Writing
@@ -424,6 +427,7 @@ class Store:
         _meta(obj)["resourceVersion"] = str(self._version)
         key = _key(resource, _namespace(obj), _meta(obj)["name"])
         self._kinds[resource.key] = resource
+        self._index_owners(key, old, None if kind == "DELETED" else obj)
         same_kind = self._by_kind.setdefault(resource.key, {})
         if kind == "DELETED":
             self._objects.pop(key, None)
@@ -439,6 +443,15 @@ class Store:
             watch.offer(change)
         for listener in self.listeners:
             listener(change)
+
+    def _index_owners(self, key: Key, old: Object | None, new: Object | None) -> None:
+        for uid in _owner_uids(old) - _owner_uids(new):
+            dependents = self._dependents.get(uid, set())
+            dependents.discard(key)
+            if not dependents:
+                self._dependents.pop(uid, None)
+        for uid in _owner_uids(new) - _owner_uids(old):
+            self._dependents.setdefault(uid, set()).add(key)
 
     # Watching
 
@@ -524,6 +537,12 @@ def _meta(obj: Object) -> dict[str, Any]:
 
 def _namespace(obj: Object) -> str:
     return str(obj.get("metadata", {}).get("namespace") or "")
+
+
+def _owner_uids(obj: Object | None) -> set[str]:
+    if obj is None:
+        return set()
+    return {str(ref.get("uid")) for ref in obj.get("metadata", {}).get("ownerReferences") or []}
 
 
 def _spec_of(obj: Object) -> Object:

@@ -33,7 +33,8 @@ FINALIZER = "acceltrial.dev/finalizer"
 class Operator:
     """A kopf operator with counting handlers, run in-process on its own thread and loop."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, initial_streaming: bool = False) -> None:
+        self.initial_streaming = initial_streaming
         self.calls: Counter[str] = Counter()
         self.registry = kopf.OperatorRegistry()
         self._register(url)
@@ -50,6 +51,7 @@ class Operator:
             configure(settings)
             settings.posting.level = logging.WARNING
             settings.watching.server_timeout = 30
+            settings.watching.initial_streaming = self.initial_streaming
 
         @kopf.on.login(**on)
         def login(**_: Any) -> kopf.ConnectionInfo:
@@ -102,12 +104,14 @@ class Operator:
         self._thread.join(timeout=15)
 
 
-@pytest.fixture
-def operator(cluster: Sandbox, api: Api) -> Iterator[Operator]:
+@pytest.fixture(params=[False, True], ids=["list-then-watch", "streaming-list"])
+def operator(cluster: Sandbox, api: Api, request: pytest.FixtureRequest) -> Iterator[Operator]:
+    """kopf lists then watches, or (``initial_streaming``) takes the initial state from the
+    watch itself (sendInitialEvents, ended by a bookmark)."""
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
     api.post(CRDS, crd)
     api.post(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}})
-    running = Operator(cluster.url)
+    running = Operator(cluster.url, initial_streaming=request.param)
     running.start()
     yield running
     running.stop()

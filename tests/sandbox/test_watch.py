@@ -103,3 +103,40 @@ def test_history_is_bounded() -> None:
 
     assert old[0]["object"]["code"] == 410
     assert [e["object"]["data"]["k"] for e in recent] == ["3", "4", "5"]
+
+
+def test_bookmarks_carry_the_current_version(api: Api) -> None:
+    """API concepts, "Watch bookmarks": with allowWatchBookmarks=true the server may send
+    BOOKMARK events whose object has only the kind and the current resourceVersion; here one
+    comes before a quiet watch ends, so the client resumes from a fresh version."""
+    api.post(CONFIGMAPS, configmap("a"))
+    api.post("/api/v1/namespaces/default/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                                    "metadata": {"name": "s"}})  # fmt: skip
+    version = api.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
+
+    events = api.watch(
+        CONFIGMAPS, resourceVersion=version, timeoutSeconds="1", allowWatchBookmarks="true"
+    )
+
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    assert events[0]["object"]["kind"] == "ConfigMap"
+    assert events[0]["object"]["metadata"]["resourceVersion"] == version
+
+
+def test_initial_events_end_with_a_bookmark(api: Api) -> None:
+    """Streaming lists (sendInitialEvents=true, KEP-3157): the current objects come as ADDED,
+    then a BOOKMARK annotated k8s.io/initial-events-end marks the end of the initial state."""
+    api.post(CONFIGMAPS, configmap("a"))
+
+    events = api.watch(
+        CONFIGMAPS,
+        count=2,
+        sendInitialEvents="true",
+        resourceVersionMatch="NotOlderThan",
+        allowWatchBookmarks="true",
+        timeoutSeconds="5",
+    )
+
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    annotations = events[1]["object"]["metadata"]["annotations"]
+    assert annotations == {"k8s.io/initial-events-end": "true"}

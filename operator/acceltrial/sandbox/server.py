@@ -42,6 +42,7 @@ from acceltrial.sandbox.store import Object, Store
 
 logger = logging.getLogger(__name__)
 
+_BOOKMARK_EVERY = 60.0  # seconds of quiet before a watch gets a bookmark, as the real server
 VERSION_INFO = {
     "major": "1",
     "minor": "33",
@@ -218,10 +219,17 @@ class ApiHandler:
             ) from error
         selector = self._selector(request, target)
         as_table = tables.wants_table(request.headers.get("Accept", ""))
+        bookmarks = _flag(request.query.get("allowWatchBookmarks"))
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
         try:
-            watch = self.store.watch(target.resource, target.namespace, selector, since)
+            watch = self.store.watch(
+                target.resource,
+                target.namespace,
+                selector,
+                since,
+                mark_initial_end=_flag(request.query.get("sendInitialEvents")),
+            )
         except ApiError as error:
             await _send(response, {"type": "ERROR", "object": error.status()})
             return response
@@ -230,9 +238,13 @@ class ApiHandler:
         try:
             while (left := deadline - loop.time()) > 0:
                 try:
-                    first = await asyncio.wait_for(watch.queue.get(), left)
+                    first = await asyncio.wait_for(watch.queue.get(), min(left, _BOOKMARK_EVERY))
                 except TimeoutError:
-                    break
+                    # Quiet for a while (or ending): a bookmark tells the client the current
+                    # version, so it resumes from there instead of an expired one.
+                    if bookmarks:
+                        await _send(response, self._bookmark(target))
+                    continue
                 # Send what queued up meanwhile in one write: a burst of changes then costs
                 # one syscall per watcher instead of one per event.
                 events = [first]
@@ -247,13 +259,17 @@ class ApiHandler:
             await response.write_eof()
         return response
 
+    def _bookmark(self, target: Target) -> Object:
+        return {"type": "BOOKMARK", "object": self.store.bookmark(target.resource)}
+
     def _encode(self, event: tuple[str, Object], target: Target, as_table: bool) -> bytes:
         kind, obj = event
-        if as_table:
+        if as_table and kind != "BOOKMARK":
             table = tables.table(target.resource, [obj], self.store.version, self.store.clock())
             return json.dumps({"type": kind, "object": table}).encode() + b"\n"
         # Every watcher of a change sends the same bytes: encode each (version, type) once.
-        key = (obj["metadata"].get("resourceVersion", ""), obj["metadata"].get("uid", ""), kind)
+        meta = obj["metadata"]
+        key = (meta.get("resourceVersion", ""), meta.get("uid", obj.get("kind", "")), kind)
         encoded = self._encoded.get(key)
         if encoded is None:
             if len(self._encoded) > 4096:

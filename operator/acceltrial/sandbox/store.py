@@ -471,13 +471,18 @@ class Store:
         namespace: str | None,
         selector: Selector,
         since: int | None,
+        *,
+        mark_initial_end: bool = False,
     ) -> Watch:
-        """Open a watch. ``since`` None replays the current objects as ADDED first; a version
+        """Open a watch. ``since`` None replays the current objects as ADDED first (then, with
+        ``mark_initial_end``, a BOOKMARK saying so, as for ``sendInitialEvents``); a version
         replays only the later changes, or raises 410 Gone when they are no longer kept."""
         watch = Watch(resource, namespace, selector)
         if since is None:
             for obj in self.list_objects(resource, namespace, selector)[0]:
                 watch.queue.put_nowait(("ADDED", obj))
+            if mark_initial_end:
+                watch.queue.put_nowait(("BOOKMARK", self.bookmark(resource, initial_end=True)))
         elif since < self._compacted:
             raise errors.gone(f"too old resource version: {since} ({self._compacted + 1})")
         else:
@@ -486,6 +491,13 @@ class Store:
                     watch.offer(change)
         self._watches.append(watch)
         return watch
+
+    def bookmark(self, resource: ResourceType, initial_end: bool = False) -> Object:
+        """A BOOKMARK event's object: only the kind and the current resourceVersion."""
+        meta: Object = {"resourceVersion": str(self._version)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
 
     def unwatch(self, watch: Watch) -> None:
         if watch in self._watches:

@@ -269,19 +269,10 @@ class Store:
     def _compose(
         self, resource: ResourceType, old: Object, requested: Object, subresource: str | None
     ) -> Object:
+        """The object a write asks for, with what the client may not change put back."""
         if subresource == "status":
-            new = copy.deepcopy(old)
-            if "status" in requested:
-                new["status"] = requested["status"]
-            else:
-                new.pop("status", None)
-            return new
-        new = copy.deepcopy(requested)
-        if resource.status:
-            if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
-            else:
-                new.pop("status", None)
+            return _with_status_of(old, requested)  # a status write changes only status
+        new = _with_status_of(requested, old) if resource.status else copy.deepcopy(requested)
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
         meta, old_meta = new.setdefault("metadata", {}), _meta(old)
         for immutable in ("name", "namespace", "uid", "creationTimestamp", "generation"):
@@ -290,21 +281,7 @@ class Store:
         meta.pop("deletionTimestamp", None)
         if "deletionTimestamp" in old_meta:
             meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
-            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
-            if added:
-                raise errors.invalid(
-                    resource.kind,
-                    resource.group,
-                    old_meta["name"],
-                    [
-                        {
-                            "reason": "FieldValueForbidden",
-                            "field": "metadata.finalizers",
-                            "message": "Forbidden: no new finalizers can be added if the object "
-                            "is being deleted",
-                        }
-                    ],
-                )
+            _refuse_new_finalizers(resource, old_meta, meta)
         return new
 
     def delete(
@@ -549,6 +526,34 @@ def _meta(obj: Object) -> dict[str, Any]:
 
 def _namespace(obj: Object) -> str:
     return str(obj.get("metadata", {}).get("namespace") or "")
+
+
+def _with_status_of(body: Object, source: Object) -> Object:
+    """A copy of ``body`` whose status is ``source``'s (none when ``source`` has none)."""
+    result = copy.deepcopy(body)
+    if "status" in source:
+        result["status"] = copy.deepcopy(source["status"])
+    else:
+        result.pop("status", None)
+    return result
+
+
+def _refuse_new_finalizers(resource: ResourceType, old_meta: Object, meta: Object) -> None:
+    """An object being deleted may lose finalizers but not gain any (422, as the real server)."""
+    if set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or []):
+        raise errors.invalid(
+            resource.kind,
+            resource.group,
+            old_meta["name"],
+            [
+                {
+                    "reason": "FieldValueForbidden",
+                    "field": "metadata.finalizers",
+                    "message": "Forbidden: no new finalizers can be added if the object is "
+                    "being deleted",
+                }
+            ],
+        )
 
 
 def _owner_uids(obj: Object | None) -> set[str]:

@@ -77,13 +77,20 @@ class Api:
     def delete(self, path: str, body: Any = None, **query: str) -> Reply:
         return self.request("DELETE", path, body, **query)
 
-    def watch(self, path: str, **query: str) -> list[dict[str, Any]]:
-        """Every event of a watch until the server ends it (pass timeoutSeconds)."""
+    def watch(self, path: str, count: int | None = None, **query: str) -> list[dict[str, Any]]:
+        """The events of a watch until the server ends it (pass timeoutSeconds), or the first
+        ``count`` of them."""
         parsed = urllib.parse.urlparse(self.url)
         connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
         connection.request("GET", path + "?" + urllib.parse.urlencode({"watch": "1"} | query))
         response = connection.getresponse()
-        events = [json.loads(line) for line in response.read().splitlines() if line.strip()]
+        events = []
+        while count is None or len(events) < count:
+            line = response.readline()
+            if not line:
+                break
+            if line.strip():
+                events.append(json.loads(line))
         connection.close()
         return events
 

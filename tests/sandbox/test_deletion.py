@@ -99,3 +99,25 @@ def test_deleting_a_namespace_deletes_its_objects(api: Api) -> None:
     eventually(lambda: api.get("/api/v1/namespaces/doomed/configmaps/inside").status == 404)
     assert api.get("/api/v1/namespaces/doomed").status == 404
     assert api.get(f"{CONFIGMAPS}/outside").status == 200
+
+
+def test_foreground_deletion_waits_for_the_dependents(api: Api) -> None:
+    """Foreground cascading deletion (kubernetes.io "Garbage Collection"): the owner enters
+    deletion in progress (deletionTimestamp and the foregroundDeletion finalizer) and is
+    deleted only after the garbage collector has deleted its dependents, here one held back
+    by its own finalizer."""
+    owner = api.post(CONFIGMAPS, configmap("owner")).body
+    held = owned("held", owner)
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    api.post(CONFIGMAPS, held)
+    api.post(CONFIGMAPS, owned("free", owner))
+
+    api.delete(f"{CONFIGMAPS}/owner", {"propagationPolicy": "Foreground"})
+
+    waiting = api.get(f"{CONFIGMAPS}/owner").body
+    assert waiting["metadata"]["deletionTimestamp"]
+    assert waiting["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert api.get(f"{CONFIGMAPS}/free").status == 404
+    api.merge(f"{CONFIGMAPS}/held", {"metadata": {"finalizers": None}})
+    eventually(lambda: api.get(f"{CONFIGMAPS}/owner").status == 404)
+    assert api.get(f"{CONFIGMAPS}/held").status == 404

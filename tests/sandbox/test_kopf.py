@@ -33,7 +33,8 @@ FINALIZER = "acceltrial.dev/finalizer"
 class Operator:
     """A kopf operator with counting handlers, run in-process on its own thread and loop."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, initial_streaming: bool = False) -> None:
+        self.initial_streaming = initial_streaming
         self.calls: Counter[str] = Counter()
         self.registry = kopf.OperatorRegistry()
         self._register(url)
@@ -50,6 +51,7 @@ class Operator:
             configure(settings)
             settings.posting.level = logging.WARNING
             settings.watching.server_timeout = 30
+            settings.watching.initial_streaming = self.initial_streaming
 
         @kopf.on.login(**on)
         def login(**_: Any) -> kopf.ConnectionInfo:
@@ -71,6 +73,12 @@ class Operator:
         @kopf.timer(GROUP, VERSION, PLURAL, interval=0.2, **on)
         def ticked(**_: Any) -> None:
             self.calls["timer"] += 1
+
+        @kopf.daemon(GROUP, VERSION, PLURAL, **on)
+        async def watched(stopped: kopf.DaemonStopped, **_: Any) -> None:
+            self.calls["daemon"] += 1
+            await stopped.wait()
+            self.calls["daemon-stopped"] += 1
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -96,12 +104,14 @@ class Operator:
         self._thread.join(timeout=15)
 
 
-@pytest.fixture
-def operator(cluster: Sandbox, api: Api) -> Iterator[Operator]:
+@pytest.fixture(params=[False, True], ids=["list-then-watch", "streaming-list"])
+def operator(cluster: Sandbox, api: Api, request: pytest.FixtureRequest) -> Iterator[Operator]:
+    """kopf lists then watches, or (``initial_streaming``) takes the initial state from the
+    watch itself (sendInitialEvents, ended by a bookmark)."""
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
     api.post(CRDS, crd)
     api.post(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}})
-    running = Operator(cluster.url)
+    running = Operator(cluster.url, initial_streaming=request.param)
     running.start()
     yield running
     running.stop()
@@ -112,7 +122,8 @@ def test_kopf_handlers_fire_once_timers_tick_and_finalizers_hold(
 ) -> None:
     """kopf's contract with the API server (resourceVersion, JSON-patch tests on it, watch
     resumption, finalizers): one create call per object, one update per spec change, timers on
-    schedule, and the delete handler before the object goes."""
+    schedule, one daemon per object (stopped on deletion), and the delete handler before the
+    object goes."""
     trial = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
     assert api.post(TRIALS, trial).status == 201
     path = f"{TRIALS}/{trial['metadata']['name']}"
@@ -130,9 +141,11 @@ def test_kopf_handlers_fire_once_timers_tick_and_finalizers_hold(
     api.delete(path)
     eventually(lambda: api.get(path).status == 404)
 
+    eventually(lambda: operator.calls["daemon-stopped"] == 1)
     assert operator.calls["create"] == 1
     assert operator.calls["update"] == 1
     assert operator.calls["delete"] == 1
+    assert operator.calls["daemon"] == 1
 
 
 def test_the_operator_as_a_kopf_run_subprocess_admits_trials(

@@ -142,3 +142,22 @@ def test_strategic_patch_of_a_deployment(kubectl: Kubectl) -> None:
         "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[*].image}"
     )
     assert images == "nginx:1 envoy:2"
+
+
+def test_server_dry_run_changes_nothing(kubectl: Kubectl) -> None:
+    """kubectl apply --dry-run=server is validated by the server and not persisted."""
+    result = kubectl.ok("apply", "--dry-run=server", "-f", "-", stdin=CONFIGMAPS)
+
+    assert "configmap/web created (server dry run)" in result
+    assert kubectl("get", "configmap", "web").returncode != 0
+
+
+def test_describe_and_explain(kubectl: Kubectl) -> None:
+    """kubectl describe (which lists the object's events by field selector) and kubectl
+    explain (which reads the CRD's schema from OpenAPI v3) work."""
+    kubectl.ok("apply", "-f", "-", stdin=CONFIGMAPS)
+    kubectl.ok("apply", "-f", str(REPO / "crds"))
+
+    assert "Name:         web" in kubectl.ok("describe", "configmap", "web")
+    explained = kubectl.ok("explain", "acceleratortrials.spec.steps")
+    assert "weight\t<integer> -required-" in explained

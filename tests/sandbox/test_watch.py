@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
 from acceltrial.sandbox.cluster import Sandbox
-from tests.sandbox.conftest import CONFIGMAPS, Api, configmap
+from tests.sandbox.conftest import CONFIGMAPS, Api, configmap, eventually
 
 
 def test_watch_from_a_version_delivers_only_later_events(api: Api) -> None:
@@ -57,21 +59,19 @@ def test_watch_honours_timeout_seconds(api: Api) -> None:
 def test_watch_delivers_events_as_they_happen(cluster: Sandbox, api: Api) -> None:
     """A watch stays open and streams changes made after it started."""
     version = api.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
-
-    def create_later() -> None:
-        cluster.loop.call_later(
-            0.2,
-            lambda: cluster.store.create(
-                cluster.store.registry.find("", "v1", "configmaps"),  # type: ignore[arg-type]
-                "default",
-                configmap("late"),
-            ),
+    events: list[dict[str, Any]] = []
+    watcher = threading.Thread(
+        target=lambda: events.extend(
+            api.watch(CONFIGMAPS, count=1, resourceVersion=version, timeoutSeconds="10")
         )
+    )
+    watcher.start()
+    eventually(lambda: cluster.call(lambda: cluster.store.watch_count) == 1)
 
-    cluster.call(create_later)
-    events = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="2")
+    api.post(CONFIGMAPS, configmap("late"))
+    watcher.join(timeout=10)
 
-    assert [e["object"]["metadata"]["name"] for e in events] == ["late"]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "late")]
 
 
 def test_a_version_no_longer_kept_answers_410_gone(cluster: Sandbox, api: Api) -> None:
@@ -103,3 +103,40 @@ def test_history_is_bounded() -> None:
 
     assert old[0]["object"]["code"] == 410
     assert [e["object"]["data"]["k"] for e in recent] == ["3", "4", "5"]
+
+
+def test_bookmarks_carry_the_current_version(api: Api) -> None:
+    """API concepts, "Watch bookmarks": with allowWatchBookmarks=true the server may send
+    BOOKMARK events whose object has only the kind and the current resourceVersion; here one
+    comes before a quiet watch ends, so the client resumes from a fresh version."""
+    api.post(CONFIGMAPS, configmap("a"))
+    api.post("/api/v1/namespaces/default/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                                    "metadata": {"name": "s"}})  # fmt: skip
+    version = api.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
+
+    events = api.watch(
+        CONFIGMAPS, resourceVersion=version, timeoutSeconds="1", allowWatchBookmarks="true"
+    )
+
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    assert events[0]["object"]["kind"] == "ConfigMap"
+    assert events[0]["object"]["metadata"]["resourceVersion"] == version
+
+
+def test_initial_events_end_with_a_bookmark(api: Api) -> None:
+    """Streaming lists (sendInitialEvents=true, KEP-3157): the current objects come as ADDED,
+    then a BOOKMARK annotated k8s.io/initial-events-end marks the end of the initial state."""
+    api.post(CONFIGMAPS, configmap("a"))
+
+    events = api.watch(
+        CONFIGMAPS,
+        count=2,
+        sendInitialEvents="true",
+        resourceVersionMatch="NotOlderThan",
+        allowWatchBookmarks="true",
+        timeoutSeconds="5",
+    )
+
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    annotations = events[1]["object"]["metadata"]["annotations"]
+    assert annotations == {"k8s.io/initial-events-end": "true"}

@@ -153,3 +153,41 @@ def test_status_subresource_is_separate_from_the_main_resource(api: Api) -> None
     assert status.body["spec"]["replicas"] == 2
     assert status.body["status"] == {"replicas": 2}
     assert api.get(path).body["status"] == {"replicas": 2}
+
+
+def test_dry_run_validates_but_stores_nothing(api: Api) -> None:
+    """API concepts, "Dry-run": with dryRun=All the request is validated and answered as
+    usual, but nothing is persisted."""
+    created = api.post(CONFIGMAPS, configmap("a"), dryRun="All")
+    api.post(CONFIGMAPS, configmap("b", k="1"))
+    patched = api.request(
+        "PATCH", f"{CONFIGMAPS}/b", {"data": {"k": "2"}}, "application/merge-patch+json",
+        dryRun="All",
+    )  # fmt: skip
+    deleted = api.delete(f"{CONFIGMAPS}/b", dryRun="All")
+
+    assert created.status == 201
+    assert api.get(f"{CONFIGMAPS}/a").status == 404
+    assert patched.body["data"] == {"k": "2"}
+    assert deleted.status == 200
+    assert api.get(f"{CONFIGMAPS}/b").body["data"] == {"k": "1"}
+
+
+def test_a_malformed_watch_version_answers_400(api: Api) -> None:
+    """A resourceVersion that is not one answers 400 Bad Request, not a server error."""
+    reply = api.get(CONFIGMAPS, watch="1", resourceVersion="abc")
+
+    assert reply.status == 400
+    assert reply.body["kind"] == "Status"
+
+
+def test_subresources_exist_only_where_the_kind_has_them(api: Api) -> None:
+    """Discovery lists deployments/scale and deployments/status but no configmaps/status:
+    the paths of subresources a kind lacks answer 404."""
+    api.post(CONFIGMAPS, configmap("a"))
+    api.post(DEPLOYMENTS, deployment("d"))
+
+    assert api.get(f"{CONFIGMAPS}/a/status").status == 404
+    assert api.get(f"{CONFIGMAPS}/a/scale").status == 404
+    scale = api.get(f"{DEPLOYMENTS}/d/scale")
+    assert (scale.status, scale.body["kind"], scale.body["spec"]) == (200, "Scale", {"replicas": 1})

@@ -13,8 +13,7 @@ scheduler and kubelet.
   ``PodScheduled=False`` with reason ``Unschedulable``.
 - Kubelet: a bound pod becomes Running and Ready ``ready_delay`` seconds after binding.
 - Endpoints: each Service with a selector gets an Endpoints object and an EndpointSlice
-  (``kubernetes.io/service-name``) listing its pods' IPs, ready and not ready; both are owned
-  by the Service so they go with it (the real Endpoints object is removed by its controller).
+  (``kubernetes.io/service-name``) listing its pods' IPs (:mod:`acceltrial.sandbox.endpoints`).
 
 They are level-triggered: any change to these kinds wakes one reconcile pass over all of them;
 writes that change nothing are no-ops in the store, so the passes settle.
@@ -25,22 +24,20 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
-import hashlib
-import json
 import math
 from collections import defaultdict
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from acceltrial.sandbox.endpoints import endpoint_port, endpoint_slice_of, endpoints_of
 from acceltrial.sandbox.errors import ApiError
+from acceltrial.sandbox.objects import owner_reference, pod_ready, stable_hash
 from acceltrial.sandbox.resources import ResourceType
 from acceltrial.sandbox.scheduling import choose_node, pod_requests
 from acceltrial.sandbox.store import Change, Object, Store, timestamp
 
-_HASH_CHARS = "bcdfghjkmnpqrstvwxz2456789"  # the alphabet of Kubernetes' safe-encoded hashes
-_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
-_SLICE_MANAGER = "endpointslice-controller.k8s.io"
+_BATCH_SECONDS = 0.005
 _WATCHED = {
     ("apps", "deployments"),
     ("apps", "replicasets"),
@@ -59,6 +56,7 @@ class Controllers:
         self._wake = asyncio.Event()
         self._bound_at: dict[str, float] = {}
         self._ips = 0
+        self._owned: dict[str, list[Object]] = {}
         store.listeners.append(self._on_change)
         self.deployments = self._type("apps", "deployments")
         self.replicasets = self._type("apps", "replicasets")
@@ -83,12 +81,15 @@ class Controllers:
         self._wake.set()
         while True:
             await self._wake.wait()
+            # A short batching window: a burst of writes (a client creating many objects)
+            # then costs one pass instead of one per write.
+            await asyncio.sleep(_BATCH_SECONDS)
             self._wake.clear()
             self.reconcile()
-            await asyncio.sleep(0)  # let the server answer between passes
 
     def reconcile(self) -> None:
         """One pass over every controller."""
+        self._owned = _by_controller(self._all(self.replicasets) + self._all(self.pods))
         for deployment in self._all(self.deployments):
             self._guard(functools.partial(self._deployment, deployment))
         for replicaset in self._all(self.replicasets):
@@ -110,7 +111,8 @@ class Controllers:
             self._wake.set()
 
     def _all(self, resource: ResourceType) -> list[Object]:
-        return self.store.list_objects(resource, None)[0]
+        # Read-only views: every write below builds new dicts instead of editing these.
+        return self.store.peek(resource)
 
     # Deployment
 
@@ -120,8 +122,8 @@ class Controllers:
             return
         spec = deployment.get("spec") or {}
         desired = int(spec.get("replicas", 1))
-        template_hash = _hash(spec.get("template") or {})
-        owned = [rs for rs in self._all(self.replicasets) if _owned_by(rs, meta["uid"])]
+        template_hash = stable_hash(spec.get("template") or {})
+        owned = [rs for rs in self._owned.get(meta["uid"], []) if rs["kind"] == "ReplicaSet"]
         new = next((rs for rs in owned if _label(rs, "pod-template-hash") == template_hash), None)
         old = [rs for rs in owned if rs is not new]
         if new is None:
@@ -157,7 +159,7 @@ class Controllers:
                     "deployment.kubernetes.io/revision": str(revision),
                     "deployment.kubernetes.io/desired-replicas": str(desired),
                 },
-                "ownerReferences": [_owner_reference(deployment)],
+                "ownerReferences": [owner_reference(deployment)],
             },
             "spec": {"replicas": desired, "selector": selector, "template": template},
         }
@@ -224,8 +226,8 @@ class Controllers:
             return
         pods = [
             pod
-            for pod in self._all(self.pods)
-            if _owned_by(pod, meta["uid"]) and not pod["metadata"].get("deletionTimestamp")
+            for pod in self._owned.get(meta["uid"], [])
+            if pod["kind"] == "Pod" and not pod["metadata"].get("deletionTimestamp")
         ]
         wanted = _spec_replicas(replicaset)
         for _ in range(wanted - len(pods)):
@@ -234,7 +236,7 @@ class Controllers:
         for pod in surplus:
             self.store.delete(self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"])
         pods = [pod for pod in pods if pod not in surplus]
-        ready = sum(1 for pod in pods if _pod_ready(pod))
+        ready = sum(1 for pod in pods if pod_ready(pod))
         counts = {
             "replicas": len(pods),
             "fullyLabeledReplicas": len(pods),
@@ -264,7 +266,7 @@ class Controllers:
                 "generateName": f"{meta['name']}-",
                 "labels": template_meta.get("labels") or {},
                 "annotations": template_meta.get("annotations") or {},
-                "ownerReferences": [_owner_reference(replicaset)],
+                "ownerReferences": [owner_reference(replicaset)],
             },
             "spec": spec,
         }
@@ -320,7 +322,7 @@ class Controllers:
         now = asyncio.get_running_loop().time()
         for pod in self._all(self.pods):
             uid = pod["metadata"]["uid"]
-            if not pod.get("spec", {}).get("nodeName") or _pod_ready(pod):
+            if not pod.get("spec", {}).get("nodeName") or pod_ready(pod):
                 continue
             bound_at = self._bound_at.setdefault(uid, now)
             if now - bound_at >= self.ready_delay:
@@ -372,9 +374,9 @@ class Controllers:
             and pod.get("status", {}).get("podIP")
             and all((pod["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
         ]
-        ports = [_endpoint_port(port, members) for port in spec.get("ports") or []]
-        self._upsert(self.endpoints, meta["namespace"], _endpoints(service, members, ports))
-        self._upsert(self.slices, meta["namespace"], _endpoint_slice(service, members, ports))
+        ports = [endpoint_port(port, members) for port in spec.get("ports") or []]
+        self._upsert(self.endpoints, meta["namespace"], endpoints_of(service, members, ports))
+        self._upsert(self.slices, meta["namespace"], endpoint_slice_of(service, members, ports))
 
     def _upsert(self, resource: ResourceType, namespace: str, body: Object) -> None:
         name = body["metadata"]["name"]
@@ -402,110 +404,14 @@ class Controllers:
         )
 
 
-def _hash(value: Any) -> str:
-    """A stable hash such as pod-template-hash (10 characters of the safe alphabet)."""
-    digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
-    return "".join(_HASH_CHARS[byte % len(_HASH_CHARS)] for byte in digest[:10])
-
-
-def _endpoints(service: Object, members: list[Object], ports: list[Object]) -> Object:
-    """The v1 Endpoints of a Service: one subset with ready and not-ready addresses."""
-    meta = service["metadata"]
-    subset: Object = {"ports": ports} if ports else {}
-    ready = [p for p in members if _pod_ready(p)]
-    not_ready = [p for p in members if not _pod_ready(p)]
-    if ready:
-        subset["addresses"] = [_address(p) for p in ready]
-    if not_ready:
-        subset["notReadyAddresses"] = [_address(p) for p in not_ready]
-    return {
-        "apiVersion": "v1",
-        "kind": "Endpoints",
-        "metadata": {
-            "name": meta["name"],
-            "labels": meta.get("labels") or {},
-            "ownerReferences": [_owner_reference(service)],
-        },
-        "subsets": [subset] if members else [],
-    }
-
-
-def _endpoint_slice(service: Object, members: list[Object], ports: list[Object]) -> Object:
-    meta = service["metadata"]
-    return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {
-            "name": f"{meta['name']}-{_hash(meta['uid'])[:5]}",
-            "labels": {"kubernetes.io/service-name": meta["name"], _MANAGED_BY: _SLICE_MANAGER},
-            "ownerReferences": [_owner_reference(service)],
-        },
-        "addressType": "IPv4",
-        "ports": ports,
-        "endpoints": [
-            {
-                "addresses": [p["status"]["podIP"]],
-                "nodeName": p["spec"].get("nodeName"),
-                "conditions": {
-                    "ready": _pod_ready(p),
-                    "serving": _pod_ready(p),
-                    "terminating": False,
-                },
-                "targetRef": _address(p)["targetRef"],
-            }
-            for p in members
-        ],
-    }
-
-
-def _endpoint_port(port: Object, pods: list[Object]) -> Object:
-    target = port.get("targetPort", port.get("port"))
-    if isinstance(target, str):
-        # A named target port resolves to the container port of that name.
-        target = next(
-            (
-                p.get("containerPort")
-                for pod in pods
-                for c in pod["spec"].get("containers") or []
-                for p in c.get("ports") or []
-                if p.get("name") == target
-            ),
-            port.get("port"),
-        )
-    result: Object = {"port": target, "protocol": port.get("protocol", "TCP")}
-    if port.get("name"):
-        result["name"] = port["name"]
-    return result
-
-
-def _address(pod: Object) -> Object:
-    meta = pod["metadata"]
-    return {
-        "ip": pod["status"]["podIP"],
-        "nodeName": pod["spec"].get("nodeName"),
-        "targetRef": {
-            "kind": "Pod",
-            "name": meta["name"],
-            "namespace": meta["namespace"],
-            "uid": meta["uid"],
-        },
-    }
-
-
-def _owner_reference(owner: Object) -> Object:
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _owned_by(obj: Object, uid: str) -> bool:
-    refs = obj["metadata"].get("ownerReferences") or []
-    return any(ref.get("uid") == uid and ref.get("controller") for ref in refs)
+def _by_controller(objects: list[Object]) -> dict[str, list[Object]]:
+    """Objects by the uid of their controlling owner (ownerReferences with controller: true)."""
+    owned: dict[str, list[Object]] = defaultdict(list)
+    for obj in objects:
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            if ref.get("controller"):
+                owned[ref["uid"]].append(obj)
+    return owned
 
 
 def _label(obj: Object, key: str) -> str | None:
@@ -541,17 +447,12 @@ def _max_unavailable(deployment: Object, desired: int) -> int:
     return int(value)
 
 
-def _pod_ready(pod: Object) -> bool:
-    conditions = pod.get("status", {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def _deletion_order(pod: Object) -> tuple[bool, bool, str, str]:
     """Which surplus pods go first: unscheduled, then unready, then the newest."""
     meta = pod["metadata"]
     return (
         bool(pod.get("spec", {}).get("nodeName")),
-        _pod_ready(pod),
+        pod_ready(pod),
         _invert(meta.get("creationTimestamp", "")),
         meta["name"],
     )

@@ -38,6 +38,10 @@ class ResourceType:
         return self.kind.lower()
 
     @property
+    def subresources(self) -> tuple[str, ...]:
+        return (("status",) if self.status else ()) + (("scale",) if self.scale else ())
+
+    @property
     def key(self) -> tuple[str, str]:
         """Objects are stored per (group, plural), whatever version they are served in."""
         return (self.group, self.plural)
@@ -124,12 +128,6 @@ class Registry:
 
     def find(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._types.get((group, version, plural))
-
-    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        for resource in self._types.values():
-            if (resource.api_version, resource.kind) == (api_version, kind):
-                return resource
-        return None
 
     def group_versions(self) -> dict[str, list[str]]:
         """Served versions per named group (the core group "" included), in a stable order."""

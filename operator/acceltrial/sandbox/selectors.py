@@ -84,9 +84,25 @@ def matches_labels(requirements: list[Requirement], obj: Mapping[str, Any]) -> b
 # Fields every kind supports, plus the few per-kind ones the real API server offers and the
 # operator's code is likely to use.
 COMMON_FIELDS = ("metadata.name", "metadata.namespace")
+_EVENT_OBJECT = tuple(
+    f"involvedObject.{name}"
+    for name in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+)
 KIND_FIELDS: dict[str, tuple[str, ...]] = {
-    "Pod": ("spec.nodeName", "status.phase"),
-    "Event": ("involvedObject.name", "involvedObject.kind", "involvedObject.namespace", "reason"),
+    "Pod": (
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    ),
+    "Node": ("spec.unschedulable",),
+    "Namespace": ("status.phase",),
+    "Secret": ("type",),
+    # kubectl describe finds an object's events with these.
+    "Event": (*_EVENT_OBJECT, "reason", "reportingComponent", "source", "type"),
 }
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,9 @@ from acceltrial.sandbox.resources import (
 from acceltrial.sandbox.selectors import Selector, SelectorError
 from acceltrial.sandbox.store import Object, Store
 
+logger = logging.getLogger(__name__)
+
+_BOOKMARK_EVERY = 60.0  # seconds of quiet before a watch gets a bookmark, as the real server
 VERSION_INFO = {
     "major": "1",
     "minor": "33",
@@ -84,6 +88,12 @@ class ApiHandler:
             return _json(error.status(), error.code)
         except SelectorError as error:
             return _json(errors.bad_request(str(error)).status(), 400)
+        except Exception as error:
+            # A bug here must reach the client as a Status, as the real server's 500s do, and
+            # be logged with its traceback for whoever runs the sandbox.
+            logger.exception("internal error serving %s %s", request.method, request.path)
+            status = ApiError(500, "InternalError", f"internal error: {error!r}").status()
+            return _json(status, 500)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
@@ -140,9 +150,7 @@ class ApiHandler:
             return None
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource not in (None, "status", "scale") or (
-            subresource == "status" and not resource.status
-        ):
+        if subresource is not None and subresource not in resource.subresources:
             return None
         return Target(resource, namespace if resource.namespaced else None, name, subresource)
 
@@ -202,14 +210,26 @@ class ApiHandler:
 
     async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         since_text = request.query.get("resourceVersion", "")
-        since = int(since_text) if since_text not in ("", "0") else None
-        timeout = float(request.query.get("timeoutSeconds") or 1800)
+        try:
+            since = int(since_text) if since_text not in ("", "0") else None
+            timeout = float(request.query.get("timeoutSeconds") or 1800)
+        except ValueError as error:
+            raise errors.bad_request(
+                f"invalid resourceVersion or timeoutSeconds: {error}"
+            ) from error
         selector = self._selector(request, target)
         as_table = tables.wants_table(request.headers.get("Accept", ""))
+        bookmarks = _flag(request.query.get("allowWatchBookmarks"))
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
         try:
-            watch = self.store.watch(target.resource, target.namespace, selector, since)
+            watch = self.store.watch(
+                target.resource,
+                target.namespace,
+                selector,
+                since,
+                mark_initial_end=_flag(request.query.get("sendInitialEvents")),
+            )
         except ApiError as error:
             await _send(response, {"type": "ERROR", "object": error.status()})
             return response
@@ -218,9 +238,13 @@ class ApiHandler:
         try:
             while (left := deadline - loop.time()) > 0:
                 try:
-                    first = await asyncio.wait_for(watch.queue.get(), left)
+                    first = await asyncio.wait_for(watch.queue.get(), min(left, _BOOKMARK_EVERY))
                 except TimeoutError:
-                    break
+                    # Quiet for a while (or ending): a bookmark tells the client the current
+                    # version, so it resumes from there instead of an expired one.
+                    if bookmarks:
+                        await _send(response, self._bookmark(target))
+                    continue
                 # Send what queued up meanwhile in one write: a burst of changes then costs
                 # one syscall per watcher instead of one per event.
                 events = [first]
@@ -235,13 +259,17 @@ class ApiHandler:
             await response.write_eof()
         return response
 
+    def _bookmark(self, target: Target) -> Object:
+        return {"type": "BOOKMARK", "object": self.store.bookmark(target.resource)}
+
     def _encode(self, event: tuple[str, Object], target: Target, as_table: bool) -> bytes:
         kind, obj = event
-        if as_table:
+        if as_table and kind != "BOOKMARK":
             table = tables.table(target.resource, [obj], self.store.version, self.store.clock())
             return json.dumps({"type": kind, "object": table}).encode() + b"\n"
         # Every watcher of a change sends the same bytes: encode each (version, type) once.
-        key = (obj["metadata"].get("resourceVersion", ""), obj["metadata"].get("uid", ""), kind)
+        meta = obj["metadata"]
+        key = (meta.get("resourceVersion", ""), meta.get("uid", obj.get("kind", "")), kind)
         encoded = self._encoded.get(key)
         if encoded is None:
             if len(self._encoded) > 4096:
@@ -257,7 +285,11 @@ class ApiHandler:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be an object")
         obj, warnings = self.store.create(
-            target.resource, target.namespace or "", body, _strict(request)
+            target.resource,
+            target.namespace or "",
+            body,
+            strict=_strict(request),
+            dry_run=_dry_run(request),
         )
         return _json(obj, 201, warnings)
 
@@ -274,6 +306,7 @@ class ApiHandler:
             lambda _current: body,
             subresource=target.subresource,
             strict=_strict(request),
+            dry_run=_dry_run(request),
         )
         return _json(obj, 200, warnings)
 
@@ -299,6 +332,7 @@ class ApiHandler:
             lambda current: _patched(apply, current, patch),
             subresource=target.subresource,
             strict=_strict(request),
+            dry_run=_dry_run(request),
         )
         return _json(obj, 200, warnings)
 
@@ -318,12 +352,17 @@ class ApiHandler:
                 lambda current: _patched(patching.strategic_merge_patch, current, patch),
                 subresource=target.subresource,
                 strict=_strict(request),
+                dry_run=_dry_run(request),
             )
         except ApiError as error:
             if error.code != 404 or target.subresource:
                 raise
             obj, warnings = self.store.create(
-                target.resource, target.namespace or "", patch, _strict(request)
+                target.resource,
+                target.namespace or "",
+                patch,
+                strict=_strict(request),
+                dry_run=_dry_run(request),
             )
             return _json(obj, 201, warnings)
         return _json(obj, 200, warnings)
@@ -348,6 +387,8 @@ class ApiHandler:
             "propagationPolicy", "Background"
         )
         precondition = (options.get("preconditions") or {}).get("resourceVersion")
+        if _dry_run(request) or options.get("dryRun") == ["All"]:
+            return _json(self.store.get(target.resource, target.namespace or "", target.name))
         obj = self.store.delete(
             target.resource,
             target.namespace or "",
@@ -439,6 +480,10 @@ _BODY_TYPES = frozenset(
 
 def _strict(request: web.Request) -> bool:
     return request.query.get("fieldValidation", "") == "Strict"
+
+
+def _dry_run(request: web.Request) -> bool:
+    return request.query.get("dryRun", "") == "All"
 
 
 def _flag(value: str | None) -> bool:

@@ -34,6 +34,7 @@ Clock = Callable[[], datetime]
 Key = tuple[str, str, str, str]
 
 _NAME_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+FOREGROUND = "foregroundDeletion"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -102,7 +103,9 @@ class Store:
         self.registry = registry
         self.clock = clock
         self._objects: dict[Key, Object] = {}
+        self._by_kind: dict[tuple[str, str], dict[Key, Object]] = {}
         self._uids: dict[str, Key] = {}
+        self._dependents: dict[str, set[Key]] = {}  # owner uid -> keys of its dependents
         self._version = 0
         self._history: deque[Change] = deque()
         self._history_size = history
@@ -136,12 +139,15 @@ class Store:
         selector = selector or Selector()
         items = [
             copy.deepcopy(obj)
-            for key, obj in sorted(self._objects.items())
-            if key[:2] == resource.key
-            and (namespace is None or key[2] == namespace)
-            and selector.matches(obj)
+            for key, obj in sorted(self._by_kind.get(resource.key, {}).items())
+            if (namespace is None or key[2] == namespace) and selector.matches(obj)
         ]
         return items, self._version
+
+    def peek(self, resource: ResourceType) -> list[Object]:
+        """Every object of a kind, not copied: for in-process readers (the controllers) that
+        never change what they read; a list of thousands of pods then costs no copies."""
+        return list(self._by_kind.get(resource.key, {}).values())
 
     def _existing(self, resource: ResourceType, namespace: str, name: str) -> Object:
         obj = self._objects.get(_key(resource, namespace, name))
@@ -150,15 +156,24 @@ class Store:
         return obj
 
     def owned_by(self, uid: str) -> Iterator[tuple[Key, Object]]:
-        for key, obj in list(self._objects.items()):
-            if any(ref.get("uid") == uid for ref in _meta(obj).get("ownerReferences") or []):
+        """The objects naming ``uid`` in their ownerReferences (from an index, not a scan)."""
+        for key in sorted(self._dependents.get(uid, ())):
+            obj = self._objects.get(key)
+            if obj is not None:
                 yield key, obj
 
     # Writing
 
     def create(
-        self, resource: ResourceType, namespace: str, body: Object, strict: bool = False
+        self,
+        resource: ResourceType,
+        namespace: str,
+        body: Object,
+        *,
+        strict: bool = False,
+        dry_run: bool = False,
     ) -> tuple[Object, list[str]]:
+        """Create; with ``dry_run`` every check runs but nothing is stored (``dryRun=All``)."""
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
         namespace = self._namespace_for(resource, namespace, meta)
@@ -178,6 +193,8 @@ class Store:
         obj, warnings = self._admit(resource, obj, None, strict)
         if resource.plural == "namespaces" and not resource.group:
             obj["status"] = {"phase": "Active"}
+        if dry_run:
+            return obj, warnings
         self._commit("ADDED", resource, obj, None)
         return copy.deepcopy(obj), warnings
 
@@ -226,6 +243,7 @@ class Store:
         *,
         subresource: str | None = None,
         strict: bool = False,
+        dry_run: bool = False,
     ) -> tuple[Object, list[str]]:
         """Replace or patch: ``change`` maps the current object to the requested one."""
         old = self._existing(resource, namespace, name)
@@ -241,6 +259,8 @@ class Store:
             return copy.deepcopy(old), warnings  # a no-op write changes no resourceVersion
         if _spec_of(new) != _spec_of(old):
             _meta(new)["generation"] = _meta(old).get("generation", 1) + 1
+        if dry_run:
+            return new, warnings
         self._commit("MODIFIED", resource, new, old)
         if _meta(new).get("deletionTimestamp") and not _meta(new).get("finalizers"):
             self._remove(resource, new)
@@ -249,19 +269,10 @@ class Store:
     def _compose(
         self, resource: ResourceType, old: Object, requested: Object, subresource: str | None
     ) -> Object:
+        """The object a write asks for, with what the client may not change put back."""
         if subresource == "status":
-            new = copy.deepcopy(old)
-            if "status" in requested:
-                new["status"] = requested["status"]
-            else:
-                new.pop("status", None)
-            return new
-        new = copy.deepcopy(requested)
-        if resource.status:
-            if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
-            else:
-                new.pop("status", None)
+            return _with_status_of(old, requested)  # a status write changes only status
+        new = _with_status_of(requested, old) if resource.status else copy.deepcopy(requested)
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
         meta, old_meta = new.setdefault("metadata", {}), _meta(old)
         for immutable in ("name", "namespace", "uid", "creationTimestamp", "generation"):
@@ -270,21 +281,7 @@ class Store:
         meta.pop("deletionTimestamp", None)
         if "deletionTimestamp" in old_meta:
             meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
-            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
-            if added:
-                raise errors.invalid(
-                    resource.kind,
-                    resource.group,
-                    old_meta["name"],
-                    [
-                        {
-                            "reason": "FieldValueForbidden",
-                            "field": "metadata.finalizers",
-                            "message": "Forbidden: no new finalizers can be added if the object "
-                            "is being deleted",
-                        }
-                    ],
-                )
+            _refuse_new_finalizers(resource, old_meta, meta)
         return new
 
     def delete(
@@ -303,20 +300,58 @@ class Store:
             raise errors.conflict(resource.plural, resource.group, name)
         if propagation == "Orphan":
             self._orphan(meta["uid"])
+        if propagation == "Foreground" and any(self.owned_by(meta["uid"])):
+            return self._delete_foreground(resource, obj)
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return copy.deepcopy(obj)
-            marked = copy.deepcopy(obj)
-            marked["metadata"]["deletionTimestamp"] = timestamp(self.clock())
-            marked["metadata"]["deletionGracePeriodSeconds"] = 0
-            self._commit("MODIFIED", resource, marked, obj)
-            return copy.deepcopy(marked)
+            return copy.deepcopy(self._mark_deleted(resource, obj))
         return copy.deepcopy(self._remove(resource, obj))
+
+    def _mark_deleted(
+        self, resource: ResourceType, obj: Object, add_finalizer: str | None = None
+    ) -> Object:
+        marked = copy.deepcopy(obj)
+        meta = marked["metadata"]
+        meta.setdefault("deletionTimestamp", timestamp(self.clock()))
+        meta["deletionGracePeriodSeconds"] = 0
+        if add_finalizer and add_finalizer not in (meta.get("finalizers") or []):
+            meta["finalizers"] = [*(meta.get("finalizers") or []), add_finalizer]
+        self._commit("MODIFIED", resource, marked, obj)
+        return marked
+
+    def _delete_foreground(self, resource: ResourceType, obj: Object) -> Object:
+        """Foreground cascading deletion: the owner gets the ``foregroundDeletion`` finalizer
+        and stays, marked, until the garbage collector has deleted its dependents."""
+        uid = _meta(obj)["uid"]
+        if FOREGROUND in (_meta(obj).get("finalizers") or []):
+            return copy.deepcopy(obj)  # already being deleted in the foreground
+        marked = self._mark_deleted(resource, obj, FOREGROUND)
+        for (group, plural, namespace, name), _ in list(self.owned_by(uid)):
+            kind = self._type_of(group, plural)
+            if kind is not None and _key(kind, namespace, name) in self._objects:
+                self.delete(kind, namespace, name, propagation="Foreground")
+        self._release_foreground(uid)
+        return copy.deepcopy(marked)
+
+    def _release_foreground(self, owner_uid: str) -> None:
+        """Drop an owner's ``foregroundDeletion`` finalizer once its last dependent is gone."""
+        key = self._uids.get(owner_uid)
+        owner = self._objects.get(key) if key is not None else None
+        if owner is None or FOREGROUND not in (_meta(owner).get("finalizers") or []):
+            return
+        if any(self.owned_by(owner_uid)):
+            return
+        kind = self._type_of(key[0], key[1]) if key is not None else None
+        if kind is not None and key is not None:
+            self.update(kind, key[2], key[3], _without_finalizer(FOREGROUND))
 
     def _remove(self, resource: ResourceType, obj: Object) -> Object:
         gone = copy.deepcopy(obj)
         self._commit("DELETED", resource, gone, obj)
         self._collect_garbage(_meta(obj)["uid"])
+        for ref in _meta(obj).get("ownerReferences") or []:
+            self._release_foreground(ref.get("uid", ""))
         if resource.key == ("", "namespaces"):
             self._empty_namespace(_meta(obj)["name"])
         return gone
@@ -369,11 +404,15 @@ class Store:
         _meta(obj)["resourceVersion"] = str(self._version)
         key = _key(resource, _namespace(obj), _meta(obj)["name"])
         self._kinds[resource.key] = resource
+        self._index_owners(key, old, None if kind == "DELETED" else obj)
+        same_kind = self._by_kind.setdefault(resource.key, {})
         if kind == "DELETED":
             self._objects.pop(key, None)
+            same_kind.pop(key, None)
             self._uids.pop(_meta(obj)["uid"], None)
         else:
             self._objects[key] = obj
+            same_kind[key] = obj
             self._uids[_meta(obj)["uid"]] = key
         change = Change(kind, resource, obj, old, self._version)
         self._remember(change)
@@ -381,6 +420,15 @@ class Store:
             watch.offer(change)
         for listener in self.listeners:
             listener(change)
+
+    def _index_owners(self, key: Key, old: Object | None, new: Object | None) -> None:
+        for uid in _owner_uids(old) - _owner_uids(new):
+            dependents = self._dependents.get(uid, set())
+            dependents.discard(key)
+            if not dependents:
+                self._dependents.pop(uid, None)
+        for uid in _owner_uids(new) - _owner_uids(old):
+            self._dependents.setdefault(uid, set()).add(key)
 
     # Watching
 
@@ -400,13 +448,18 @@ class Store:
         namespace: str | None,
         selector: Selector,
         since: int | None,
+        *,
+        mark_initial_end: bool = False,
     ) -> Watch:
-        """Open a watch. ``since`` None replays the current objects as ADDED first; a version
+        """Open a watch. ``since`` None replays the current objects as ADDED first (then, with
+        ``mark_initial_end``, a BOOKMARK saying so, as for ``sendInitialEvents``); a version
         replays only the later changes, or raises 410 Gone when they are no longer kept."""
         watch = Watch(resource, namespace, selector)
         if since is None:
             for obj in self.list_objects(resource, namespace, selector)[0]:
                 watch.queue.put_nowait(("ADDED", obj))
+            if mark_initial_end:
+                watch.queue.put_nowait(("BOOKMARK", self.bookmark(resource, initial_end=True)))
         elif since < self._compacted:
             raise errors.gone(f"too old resource version: {since} ({self._compacted + 1})")
         else:
@@ -415,6 +468,13 @@ class Store:
                     watch.offer(change)
         self._watches.append(watch)
         return watch
+
+    def bookmark(self, resource: ResourceType, initial_end: bool = False) -> Object:
+        """A BOOKMARK event's object: only the kind and the current resourceVersion."""
+        meta: Object = {"resourceVersion": str(self._version)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
 
     def unwatch(self, watch: Watch) -> None:
         if watch in self._watches:
@@ -468,6 +528,40 @@ def _namespace(obj: Object) -> str:
     return str(obj.get("metadata", {}).get("namespace") or "")
 
 
+def _with_status_of(body: Object, source: Object) -> Object:
+    """A copy of ``body`` whose status is ``source``'s (none when ``source`` has none)."""
+    result = copy.deepcopy(body)
+    if "status" in source:
+        result["status"] = copy.deepcopy(source["status"])
+    else:
+        result.pop("status", None)
+    return result
+
+
+def _refuse_new_finalizers(resource: ResourceType, old_meta: Object, meta: Object) -> None:
+    """An object being deleted may lose finalizers but not gain any (422, as the real server)."""
+    if set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or []):
+        raise errors.invalid(
+            resource.kind,
+            resource.group,
+            old_meta["name"],
+            [
+                {
+                    "reason": "FieldValueForbidden",
+                    "field": "metadata.finalizers",
+                    "message": "Forbidden: no new finalizers can be added if the object is "
+                    "being deleted",
+                }
+            ],
+        )
+
+
+def _owner_uids(obj: Object | None) -> set[str]:
+    if obj is None:
+        return set()
+    return {str(ref.get("uid")) for ref in obj.get("metadata", {}).get("ownerReferences") or []}
+
+
 def _spec_of(obj: Object) -> Object:
     """What ``generation`` tracks: everything but metadata and status."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
@@ -484,3 +578,12 @@ def _drop_owner(obj: Object, owner_uid: str) -> Object:
     if not refs:
         del _meta(obj)["ownerReferences"]
     return obj
+
+
+def _without_finalizer(finalizer: str) -> Callable[[Object], Object]:
+    def change(obj: Object) -> Object:
+        finalizers = [f for f in _meta(obj).get("finalizers") or [] if f != finalizer]
+        _meta(obj)["finalizers"] = finalizers
+        return obj
+
+    return change

@@ -1,6 +1,10 @@
 """The operator end to end: `kopf run -m acceltrial.handlers` against the sandbox, judging a
-simulated vLLM fleet through a real Prometheus. A good candidate is promoted; an erroring one
-is rolled back with the HTTPRoute exactly as it was found."""
+simulated vLLM fleet through a real Prometheus.
+
+Each test runs one trial in its own namespace: promotion, error and latency regressions, missing
+metrics, manual approval, abort while paused, a refused spec change, deletion mid-step, and the
+user mistakes admission cannot catch. Routing must equal ``status.original`` after every
+rollback, and a trial that cannot start must leave the cluster untouched."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import pytest
 import yaml
 
 from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO
 from tests.integration.fleet import Fleet, Profile, serving
 from tests.integration.prometheus_server import running_prometheus
@@ -28,12 +33,25 @@ PROFILES = {
     ("promote", "candidate"): Profile(median=0.24),
     ("regress", "baseline"): Profile(),
     ("regress", "candidate"): Profile(error_ratio=0.2),
+    ("slow", "baseline"): Profile(),
+    ("slow", "candidate"): Profile(median=0.45),
+    ("silent", "baseline"): Profile(),  # the candidate exports nothing
+    ("manual", "baseline"): Profile(),
+    ("manual", "candidate"): Profile(),
+    ("frozen", "baseline"): Profile(),
+    ("frozen", "candidate"): Profile(),
+    ("deleted", "baseline"): Profile(),
+    ("deleted", "candidate"): Profile(),
 }
+TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/acceleratortrials"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Sandbox]:
-    with Sandbox(ready_delay=0.2) as sandbox:
+    # The default topology, with node groups large enough for every test's trial at once.
+    default = load_topology()
+    groups = [g.model_copy(update={"count": max(g.count, 16)}) for g in default.node_groups]
+    with Sandbox(ready_delay=0.2, topology=Topology(nodeGroups=groups)) as sandbox:
         yield sandbox
 
 
@@ -118,8 +136,8 @@ def install_baseline(api: Api, namespace: str) -> None:
     assert api.post(routes, route).status == 201
 
 
-def trial(namespace: str, prometheus: str) -> dict[str, Any]:
-    return {
+def trial(namespace: str, prometheus: str, **spec: Any) -> dict[str, Any]:
+    body = {
         "apiVersion": "acceltrial.dev/v1alpha1",
         "kind": "AcceleratorTrial",
         "metadata": {"name": "llama3-inf2", "namespace": namespace},
@@ -144,25 +162,50 @@ def trial(namespace: str, prometheus: str) -> dict[str, Any]:
             "progressDeadline": "60s",
         },
     }  # fmt: skip
+    for key, value in spec.items():
+        body["spec"][key] = {**body["spec"][key], **value}  # type: ignore[index]
+    return body
+
+
+def start(api: Api, namespace: str, prometheus: str, baseline: bool = True, **spec: Any) -> str:
+    """Install the baseline (unless told not to) and the trial; return the trial's path."""
+    if baseline:
+        install_baseline(api, namespace)
+    else:
+        api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": namespace}})  # fmt: skip
+    assert api.post(TRIALS.format(namespace), trial(namespace, prometheus, **spec)).status == 201
+    return f"{TRIALS.format(namespace)}/llama3-inf2"
+
+
+def wait_for(api: Api, path: str, phases: tuple[str, ...], timeout: float = 120) -> dict[str, Any]:
+    def reached() -> dict[str, Any] | None:
+        status: dict[str, Any] = api.get(path).body.get("status", {})
+        return status if status.get("phase") in phases else None
+
+    result: dict[str, Any] = eventually(reached, timeout=timeout)
+    return result
+
+
+def act(api: Api, path: str, action: str) -> None:
+    patch = {"metadata": {"annotations": {"acceltrial.dev/action": action}}}
+    assert api.merge(path, patch).status == 200
 
 
 def run_trial(api: Api, namespace: str, prometheus: str) -> dict[str, Any]:
-    install_baseline(api, namespace)
-    path = f"/apis/acceltrial.dev/v1alpha1/namespaces/{namespace}/acceleratortrials"
-    assert api.post(path, trial(namespace, prometheus)).status == 201
-
-    def finished() -> dict[str, Any] | None:
-        status: dict[str, Any] = api.get(f"{path}/llama3-inf2").body.get("status", {})
-        return status if status.get("phase") in ("Promoted", "RolledBack", "Failed") else None
-
-    result: dict[str, Any] = eventually(finished, timeout=150)
-    return result
+    path = start(api, namespace, prometheus)
+    return wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
 
 
 def backend_refs(api: Api, namespace: str) -> list[dict[str, Any]]:
     route = api.get(f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes/llama3")
     refs: list[dict[str, Any]] = route.body["spec"]["rules"][0]["backendRefs"]
     return refs
+
+
+def candidate_exists(api: Api, namespace: str) -> bool:
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/llama3-inf2-candidate"
+    return api.get(path).status == 200
 
 
 def test_a_good_candidate_is_promoted(api: Api, prometheus_url: str, operator: None) -> None:
@@ -191,3 +234,110 @@ def test_an_erroring_candidate_is_rolled_back_exactly(
     assert gone.status == 404
     baseline = api.get("/apis/apps/v1/namespaces/regress/deployments/llama3-gpu").body
     assert baseline["spec"]["replicas"] == 2, "the baseline was never touched"
+
+
+def test_a_latency_regression_is_rolled_back(api: Api, prometheus_url: str, operator: None) -> None:
+    status = run_trial(api, "slow", prometheus_url)
+    assert status["phase"] == "RolledBack"
+    assert status["decision"]["reason"].startswith("p99-latency: ")
+    assert "(limit max 1.2)" in status["decision"]["reason"]
+    assert backend_refs(api, "slow") == [ROUTE]
+    assert not candidate_exists(api, "slow")
+
+
+def test_missing_metrics_pause_and_abort_while_paused_restores(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "silent", prometheus_url, analysis={"inconclusiveLimit": 1})
+    status = wait_for(api, path, ("Paused",))
+    assert status["pauseReason"] == "Inconclusive"
+    assert "no data for the candidate" in status["message"]
+    assert status["step"] == 1, "no data never advances a step"
+    assert backend_refs(api, "silent")[1]["weight"] == 5
+    act(api, path, "abort")
+    status = wait_for(api, path, ("Aborted",))
+    assert status["decision"]["verdict"] == "abort"
+    assert backend_refs(api, "silent") == [ROUTE]
+    assert not candidate_exists(api, "silent")
+    annotations = api.get(path).body["metadata"].get("annotations") or {}
+    assert "acceltrial.dev/action" not in annotations, "an action is handled once, then cleared"
+
+
+def test_manual_promotion_waits_for_approval(api: Api, prometheus_url: str, operator: None) -> None:
+    path = start(api, "manual", prometheus_url, promotion={"mode": "manual", "bakeTime": "3s"})
+    status = wait_for(api, path, ("Paused",))
+    assert status["pauseReason"] == "AwaitingApproval"
+    assert backend_refs(api, "manual")[1]["weight"] == 50, "never past the last step unapproved"
+    act(api, path, "approve")
+    status = wait_for(api, path, ("Promoted",))
+    assert backend_refs(api, "manual")[1]["weight"] == 100
+
+
+def test_a_spec_change_after_start_is_refused(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "frozen", prometheus_url)
+    wait_for(api, path, ("Progressing",))
+    eventually(lambda: api.get(path).body["status"].get("step") == 1)
+    assert api.merge(path, {"spec": {"analysis": {"failureLimit": 5}}}).status == 200
+
+    def rejected() -> dict[str, Any] | None:
+        status: dict[str, Any] = api.get(path).body["status"]
+        kinds = {c["type"]: c for c in status.get("conditions", [])}
+        return status if "SpecChangeRejected" in kinds else None
+
+    status = eventually(rejected, timeout=30)
+    condition = next(c for c in status["conditions"] if c["type"] == "SpecChangeRejected")
+    assert condition["status"] == "True"
+    assert "refused" in condition["message"]
+    act(api, path, "abort")
+    wait_for(api, path, ("Aborted",))
+    assert backend_refs(api, "frozen") == [ROUTE]
+
+
+def test_deleting_a_trial_mid_step_restores_routing(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "deleted", prometheus_url)
+    eventually(lambda: api.get(path).body.get("status", {}).get("step") == 1, timeout=60)
+    assert backend_refs(api, "deleted")[1]["weight"] == 5
+    assert api.delete(path).status == 200
+    eventually(lambda: api.get(path).status == 404, timeout=30)
+    assert backend_refs(api, "deleted") == [ROUTE]
+    eventually(lambda: not candidate_exists(api, "deleted"), timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "setup", "spec", "cause"),
+    [
+        ("no-baseline", "nothing", {}, "baseline Deployment no-baseline/llama3-gpu not found"),
+        ("no-route", "no-route", {}, "HTTPRoute no-route/llama3 not found"),
+        (
+            "no-node",
+            "baseline",
+            {"candidate": {"neuronCores": 8}},
+            "no inf2.8xlarge node has 8 allocatable aws.amazon.com/neuroncore",
+        ),
+    ],
+)
+def test_mistakes_admission_cannot_catch_fail_with_the_cause_and_change_nothing(  # noqa: PLR0917
+    api: Api,
+    prometheus_url: str,
+    operator: None,
+    namespace: str,
+    setup: str,
+    spec: dict[str, Any],
+    cause: str,
+) -> None:
+    path = start(api, namespace, prometheus_url, baseline=setup != "nothing", **spec)
+    if setup == "no-route":
+        routes = f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes/llama3"
+        assert api.delete(routes).status == 200
+    status = wait_for(api, path, ("Failed",), timeout=60)
+    assert cause in status["message"]
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "Failed")
+    assert cause in degraded["message"]
+    assert not candidate_exists(api, namespace)
+    if setup == "baseline":
+        assert backend_refs(api, namespace) == [ROUTE], "the route was never touched"

@@ -15,12 +15,19 @@ import kopf
 from pydantic import ValidationError
 
 from acceltrial.api.spec import TrialSpec
-from acceltrial.api.status import TERMINAL_PHASES, TrialStatus
+from acceltrial.api.status import PHASES, TERMINAL_PHASES, TrialStatus
 from acceltrial.api.trial import GROUP, PLURAL, VERSION
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.engine.lifecycle import ClearUserAction, UserAction, decide, on_delete
+from acceltrial.engine.lifecycle import (
+    ClearUserAction,
+    Observation,
+    UserAction,
+    decide,
+    on_delete,
+)
 from acceltrial.handlers.config import config_from_env
+from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.routing.port import RoutingProblem
@@ -32,6 +39,11 @@ TICK_SECONDS = config_from_env().tick_seconds
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=TICK_SECONDS / 2)
 def tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    with RECONCILE_SECONDS.time():
+        _tick(body, patch, memo)
+
+
+def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
     loaded = _load(body)
     if loaded is None:
         return  # invalid: the admission handler reports it, and nothing is touched
@@ -52,6 +64,7 @@ def tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
     except (KubeError, RoutingProblem) as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
     patch.status.update(status_patch(body.get("status") or {}, _dump(result.status)))
+    _export(trial, result.status, observation)
     for event in result.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
 
@@ -82,6 +95,16 @@ def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         elif value != before:
             patch[key] = value
     return patch
+
+
+def _export(trial: TrialRef, status: TrialStatus, observation: Observation) -> None:
+    phase = status.phase or "Pending"
+    record_trial(trial.namespace, trial.name, phase, status.canary_weight or 0, PHASES)
+    if observation.measurement is not None:
+        for result in observation.measurement.results:
+            ANALYSIS_RESULTS.labels(
+                trial.namespace, trial.name, result.criterion, result.verdict
+            ).inc()
 
 
 def _load(body: kopf.Body) -> tuple[TrialSpec, TrialStatus, TrialRef] | None:

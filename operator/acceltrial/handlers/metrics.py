@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Info, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
 
 from acceltrial import __version__
 
@@ -17,6 +17,39 @@ ADMISSIONS = Counter(
     ["result"],
     registry=REGISTRY,
 )
+
+TRIAL_PHASE = Gauge(
+    "acceltrial_trial_phase",
+    "1 for the phase each trial is in, 0 for the others.",
+    ["namespace", "trial", "phase"],
+    registry=REGISTRY,
+)
+CANARY_WEIGHT = Gauge(
+    "acceltrial_canary_weight",
+    "Percentage of traffic the candidate receives.",
+    ["namespace", "trial"],
+    registry=REGISTRY,
+)
+ANALYSIS_RESULTS = Counter(
+    "acceltrial_analysis_results",
+    "Criterion measurements, by verdict.",
+    ["namespace", "trial", "criterion", "verdict"],
+    registry=REGISTRY,
+)
+RECONCILE_SECONDS = Histogram(
+    "acceltrial_reconcile_duration_seconds",
+    "Time one tick of a trial takes: observing, deciding, acting.",
+    registry=REGISTRY,
+)
+
+
+def record_trial(
+    namespace: str, trial: str, phase: str, weight: int, phases: tuple[str, ...]
+) -> None:
+    """Export a trial's phase (one-hot over ``phases``) and weight."""
+    for candidate in phases:
+        TRIAL_PHASE.labels(namespace, trial, candidate).set(1 if candidate == phase else 0)
+    CANARY_WEIGHT.labels(namespace, trial).set(weight)
 
 
 def serve_metrics(port: int, address: str = "0.0.0.0") -> int:

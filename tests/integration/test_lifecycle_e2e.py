@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,6 +43,10 @@ PROFILES = {
     ("frozen", "candidate"): Profile(),
     ("deleted", "baseline"): Profile(),
     ("deleted", "candidate"): Profile(),
+    ("crash", "baseline"): Profile(),
+    ("crash", "candidate"): Profile(median=0.24),
+    ("crash-regress", "baseline"): Profile(),
+    ("crash-regress", "candidate"): Profile(error_ratio=0.2),
 }
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/acceleratortrials"
 
@@ -74,25 +79,32 @@ def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -
             yield url
 
 
-@pytest.fixture(scope="module")
-def operator(
-    cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
+def start_operator(cluster: Sandbox, folder: Path, *namespaces: str) -> subprocess.Popen[bytes]:
+    """``kopf run -m acceltrial.handlers`` as the chart runs it, logging into ``folder``."""
     env = os.environ | {
         "KUBECONFIG": str(cluster.kubeconfig),
         "ACCELTRIAL_METRICS_PORT": "0",
         "ACCELTRIAL_TICK_SECONDS": "0.5",
-        "HOME": str(tmp_path_factory.mktemp("home")),
+        "HOME": str(folder),
     }
-    args = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone", "-A"]
-    log = (tmp_path_factory.mktemp("operator") / "operator.log").open("w")
-    process = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+    scope = [f"--namespace={n}" for n in namespaces] or ["--all-namespaces"]
+    args = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone"]
+    with (folder / "operator.log").open("a") as log:
+        return subprocess.Popen([*args, *scope], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    namespaces = sorted({ns for ns, _ in PROFILES} - {"crash", "crash-regress"})
+    namespaces += ["no-baseline", "no-route", "no-node"]
+    process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *namespaces)
     try:
         yield
     finally:
         process.terminate()
         process.wait(timeout=30)
-        log.close()
 
 
 def install_baseline(api: Api, namespace: str) -> None:

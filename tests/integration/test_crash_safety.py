@@ -1,0 +1,126 @@
+"""Crash safety: the operator is killed (SIGKILL) as soon as a trial enters each phase and is
+started again. Every trial ends as an uninterrupted run does, and the HTTPRoute's candidate
+weight goes through each step exactly once: never set twice, never skipped."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acceltrial.sandbox.cluster import Sandbox
+from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
+    ROUTE,
+    api,
+    backend_refs,
+    cluster,
+    prometheus_url,
+    start,
+    start_operator,
+)
+from tests.sandbox.conftest import Api
+
+pytestmark = pytest.mark.slow
+__all__ = ["api", "cluster", "prometheus_url"]  # re-exported fixtures
+TERMINAL = ("Promoted", "RolledBack", "Failed", "Aborted")
+
+
+class RouteWatch:
+    """Records every candidate weight the HTTPRoute takes, from a watch on the sandbox."""
+
+    def __init__(self, url: str, namespace: str) -> None:
+        route = f"{url}/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes"
+        self.url = f"{route}?watch=true&fieldSelector=metadata.name%3Dllama3&timeoutSeconds=300"
+        self.weights: list[int] = []
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        with urllib.request.urlopen(self.url, timeout=310) as stream:
+            for line in stream:
+                event = json.loads(line)
+                refs = event["object"]["spec"]["rules"][0]["backendRefs"]
+                weight = next((r["weight"] for r in refs if r["name"] != ROUTE["name"]), 0)
+                # Other writes (metadata, status) are not steps, and re-applying the same weights
+                # is a no-op the API server does not record. What must never show is a step
+                # repeated after a later one (5, 25, 5) or one skipped (5, 50).
+                if not self.weights or self.weights[-1] != weight:
+                    self.weights.append(weight)
+
+
+class CrashingOperator:
+    """Runs the operator and SIGKILLs it whenever the trial reaches a phase not yet crashed in."""
+
+    def __init__(self, cluster: Sandbox, folder: Path, namespace: str) -> None:
+        self.cluster, self.folder, self.namespace = cluster, folder, namespace
+        self.process = start_operator(cluster, folder, namespace)
+        self.crashed_in: list[str] = []
+
+    def run_until_done(self, api: Api, path: str, timeout: float = 200) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status: dict[str, Any] = api.get(path).body.get("status", {})
+            moment = f"{status.get('phase')}/{status.get('step')}"
+            if status.get("phase") in TERMINAL:
+                return status
+            if status.get("phase") and moment not in self.crashed_in:
+                self.crashed_in.append(moment)
+                self._crash_and_restart()
+            time.sleep(0.05)  # bounded poll of the trial's phase
+        pytest.fail(f"no outcome within {timeout}s; crashed in {self.crashed_in}")
+
+    def _crash_and_restart(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+        self.process = start_operator(self.cluster, self.folder, self.namespace)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def crashing(cluster: Sandbox, tmp_path: Path) -> Iterator[Any]:
+    operators: list[CrashingOperator] = []
+
+    def make(namespace: str) -> CrashingOperator:
+        operators.append(CrashingOperator(cluster, tmp_path, namespace))
+        return operators[-1]
+
+    yield make
+    for operator in operators:
+        operator.stop()
+
+
+def test_killed_in_every_phase_a_good_candidate_is_still_promoted(
+    api: Api, cluster: Sandbox, prometheus_url: str, crashing: Any
+) -> None:
+    path = start(api, "crash", prometheus_url)
+    watch = RouteWatch(cluster.url, "crash")
+    operator = crashing("crash")
+    status = operator.run_until_done(api, path)
+    assert status["phase"] == "Promoted"
+    assert watch.weights == [0, 5, 25, 50, 100], "each weight set once, none skipped"
+    steps = {"Preflight/None", "Progressing/0", "Progressing/1", "Progressing/2", "Progressing/3"}
+    assert steps <= set(operator.crashed_in), operator.crashed_in
+    assert "BakingIn/3" in operator.crashed_in
+
+
+def test_killed_in_every_phase_a_bad_candidate_is_still_rolled_back_exactly(
+    api: Api, cluster: Sandbox, prometheus_url: str, crashing: Any
+) -> None:
+    path = start(api, "crash-regress", prometheus_url)
+    watch = RouteWatch(cluster.url, "crash-regress")
+    operator = crashing("crash-regress")
+    status = operator.run_until_done(api, path)
+    assert status["phase"] == "RolledBack"
+    assert status["decision"]["reason"].startswith("errors: ")
+    assert backend_refs(api, "crash-regress") == [ROUTE]
+    assert watch.weights == [0, 5, 0]
+    assert "Progressing/1" in operator.crashed_in

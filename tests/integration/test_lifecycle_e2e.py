@@ -43,6 +43,10 @@ PROFILES = {
     ("frozen", "candidate"): Profile(),
     ("deleted", "baseline"): Profile(),
     ("deleted", "candidate"): Profile(),
+    ("replicas", "baseline"): Profile(),
+    ("replicas", "candidate"): Profile(),
+    ("twin", "baseline"): Profile(),
+    ("twin", "candidate"): Profile(),
     ("crash", "baseline"): Profile(),
     ("crash", "candidate"): Profile(median=0.24),
     ("crash-regress", "baseline"): Profile(),
@@ -175,7 +179,11 @@ def trial(namespace: str, prometheus: str, **spec: Any) -> dict[str, Any]:
         },
     }  # fmt: skip
     for key, value in spec.items():
-        body["spec"][key] = {**body["spec"][key], **value}  # type: ignore[index]
+        if isinstance(value, dict):  # merge, None removing a key, as a merge patch does
+            merged = {**body["spec"][key], **value}  # type: ignore[index]
+            body["spec"][key] = {k: v for k, v in merged.items() if v is not None}  # type: ignore[index]
+        else:
+            body["spec"][key] = value  # type: ignore[index]
     return body
 
 
@@ -230,6 +238,7 @@ def test_a_good_candidate_is_promoted(api: Api, prometheus_url: str, operator: N
     ]
     baseline = api.get("/apis/apps/v1/namespaces/promote/deployments/llama3-gpu").body
     assert baseline["spec"]["replicas"] == 0, "scaled to zero, never deleted"
+    assert status["original"]["baselineReplicas"] == 2, "the replicas are remembered"
     assert {r["criterion"] for r in status["analysis"]} == {"errors", "p99-latency"}
 
 
@@ -353,3 +362,45 @@ def test_mistakes_admission_cannot_catch_fail_with_the_cause_and_change_nothing(
     assert not candidate_exists(api, namespace)
     if setup == "baseline":
         assert backend_refs(api, namespace) == [ROUTE], "the route was never touched"
+
+
+def test_the_replicas_router_shares_by_pod_count_behind_the_baseline_service(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(
+        api,
+        "replicas",
+        prometheus_url,
+        traffic={"router": "replicas", "gatewayapi": None},
+        steps=[{"weight": 50, "duration": "6s"}],
+    )
+    # Mid-step: 2 candidate pods beside the 2 baseline pods, all behind the baseline Service.
+    eventually(lambda: api.get(path).body.get("status", {}).get("step") == 1, timeout=60)
+    endpoints = "/api/v1/namespaces/replicas/endpoints/llama3-gpu"
+
+    def candidate_endpoints() -> int:
+        subsets = api.get(endpoints).body.get("subsets") or []
+        pods = [a["targetRef"]["name"] for s in subsets for a in s.get("addresses", [])]
+        return sum(1 for name in pods if name.startswith("llama3-inf2-candidate-"))
+
+    assert eventually(lambda: candidate_endpoints() == 2, timeout=20)
+    status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"))
+    assert status["phase"] == "Promoted", status.get("message")
+    deployments = "/apis/apps/v1/namespaces/replicas/deployments"
+    assert api.get(f"{deployments}/llama3-gpu").body["spec"]["replicas"] == 0
+    assert api.get(f"{deployments}/llama3-inf2-candidate").body["spec"]["replicas"] == 2
+    assert backend_refs(api, "replicas") == [ROUTE], "the HTTPRoute is not this router's"
+
+
+def test_a_second_trial_on_the_same_baseline_is_refused(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    first = start(api, "twin", prometheus_url)
+    wait_for(api, first, ("Progressing",))
+    second = trial("twin", prometheus_url)
+    second["metadata"]["name"] = "llama3-inf2-again"
+    assert api.post(TRIALS.format("twin"), second).status == 201
+    status = wait_for(api, f"{TRIALS.format('twin')}/llama3-inf2-again", ("Failed",), timeout=60)
+    assert "trial llama3-inf2 already runs on baseline llama3-gpu" in status["message"]
+    assert (api.get(first).body["status"]["phase"]) in ("Progressing", "Promoting", "BakingIn",
+                                                      "Promoted")  # fmt: skip

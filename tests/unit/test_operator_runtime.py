@@ -6,9 +6,11 @@ import urllib.request
 
 import kopf
 import pytest
+from prometheus_client import generate_latest
 
+from acceltrial.api.status import PHASES
 from acceltrial.handlers.config import ConfigError, config_from_env
-from acceltrial.handlers.metrics import serve_metrics
+from acceltrial.handlers.metrics import REGISTRY, record_trial, serve_metrics
 from acceltrial.handlers.startup import configure
 
 
@@ -37,3 +39,14 @@ def test_metrics_endpoint_serves_build_info() -> None:
         text = response.read().decode()
     assert 'acceltrial_build_info{version="' in text
     assert "acceltrial_admissions_total" in text or "# TYPE acceltrial_admissions" in text
+
+
+def test_trial_metrics_are_exported() -> None:
+    record_trial("serving", "llama3", "Progressing", 25, PHASES)
+    text = generate_latest(REGISTRY).decode()
+    assert (
+        'acceltrial_trial_phase{namespace="serving",phase="Progressing",trial="llama3"} 1.0' in text
+    )
+    assert 'acceltrial_trial_phase{namespace="serving",phase="Paused",trial="llama3"} 0.0' in text
+    assert 'acceltrial_canary_weight{namespace="serving",trial="llama3"} 25.0' in text
+    assert "acceltrial_reconcile_duration_seconds_bucket" in text

@@ -15,7 +15,13 @@ from typing import Any
 
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.spec import TrialSpec
-from acceltrial.api.status import TERMINAL_PHASES, CriterionResult, SampleCounts, TrialStatus
+from acceltrial.api.status import (
+    TERMINAL_PHASES,
+    CriterionResult,
+    OriginalRouting,
+    SampleCounts,
+    TrialStatus,
+)
 from acceltrial.engine.analysis import (
     Judgement,
     MeasurementWindow,
@@ -103,7 +109,7 @@ class TrialWorld:
         problems = tuple(self.preflight()) if phase == "Preflight" else ()
         routing = None
         if phase == "Preflight" and not problems and status.original is None:
-            routing = self.router.snapshot()
+            routing = self._snapshot()
         observed_weight = None
         if phase in ("Progressing", "Paused", "BakingIn") and status.step:
             observed_weight = self.router.weight()
@@ -118,6 +124,15 @@ class TrialWorld:
             measurement=measurement,
             action=action,
         )
+
+    def _snapshot(self) -> OriginalRouting:
+        """The routing as found, with the baseline's replicas to remember across promotion."""
+        baseline = self.kube.deployment(self.trial.namespace, self.baseline_name) or {}
+        replicas = baseline.get("spec", {}).get("replicas")
+        routing = self.router.snapshot()
+        if routing.baseline_replicas is None and isinstance(replicas, int):
+            routing = routing.model_copy(update={"baseline_replicas": replicas})
+        return routing
 
     def preflight(self) -> list[str]:
         """Everything that prevents the trial from starting; nothing is changed."""

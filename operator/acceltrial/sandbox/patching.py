@@ -16,6 +16,10 @@ from typing import Any
 
 import jsonpatch
 
+from acceltrial.engine.candidate import merge_patch
+
+__all__ = ["json_patch", "merge_patch", "strategic_merge_patch"]
+
 
 class PatchError(ValueError):
     """A patch that cannot be applied (answered with 422 Unprocessable Entity)."""
@@ -23,19 +27,6 @@ class PatchError(ValueError):
 
 class PatchFormatError(ValueError):
     """A patch body that is not a valid patch (answered with 400 Bad Request)."""
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def json_patch(target: Any, operations: Any) -> Any:

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from statistics import NormalDist
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from tests.integration.http_stub import http_server
 
 BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.5, 2.0, 5.0)
 
@@ -81,8 +81,9 @@ class Fleet(Collector):
 
 
 @contextmanager
-def serving(fleet: Fleet) -> Iterator[int]:
-    """Serve the fleet's metrics on a free loopback port, always in the classic text format.
+def serving(fleet: Fleet) -> Iterator[str]:
+    """Serve the fleet's metrics on a free loopback port (yields the URL), always in the classic
+    text format.
 
     prometheus_client's OpenMetrics output rewrites ``:`` in sample names to ``_``, so
     ``vllm:e2e_request_latency_seconds`` would be stored under another name; the text format
@@ -90,26 +91,10 @@ def serving(fleet: Fleet) -> Iterator[int]:
     """
     registry = CollectorRegistry()
     registry.register(fleet)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            payload = generate_latest(registry)
-            self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *_: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(
+        lambda _h, _b: (200, generate_latest(registry)), content_type=CONTENT_TYPE_LATEST
+    ) as url:
+        yield url
 
 
 def _ready(pod: dict[str, Any]) -> bool:

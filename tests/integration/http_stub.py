@@ -1,4 +1,4 @@
-"""A loopback HTTP(S) server for tests of the Prometheus client's transport."""
+"""A loopback HTTP(S) server for tests: the Prometheus client's transport, the fleet's exporter."""
 
 from __future__ import annotations
 
@@ -12,15 +12,23 @@ Responder = Callable[[BaseHTTPRequestHandler, bytes], tuple[int, bytes]]
 
 
 @contextmanager
-def http_server(respond: Responder, tls: ssl.SSLContext | None = None) -> Iterator[str]:
-    """Serve POSTs with ``respond(handler, body)`` on a free loopback port; yield the base URL."""
+def http_server(
+    respond: Responder,
+    tls: ssl.SSLContext | None = None,
+    content_type: str = "application/json",
+) -> Iterator[str]:
+    """Serve GETs and POSTs with ``respond(handler, body)`` on a free loopback port; yield the
+    base URL."""
 
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.do_POST()
+
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             status, payload = respond(self, body)
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)

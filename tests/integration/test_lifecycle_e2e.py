@@ -74,10 +74,11 @@ def api(cluster: Sandbox) -> Api:
 
 @pytest.fixture(scope="module")
 def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving(Fleet(cluster.url, PROFILES)) as port:
+    with serving(Fleet(cluster.url, PROFILES)) as fleet_url:
+        target = fleet_url.removeprefix("http://")
         scrape = (
             "scrape_configs:\n  - job_name: fleet\n"
-            f"    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n"
+            f"    static_configs: [{{targets: ['{target}']}}]\n"
         )
         with running_prometheus(tmp_path_factory.mktemp("prom") / "data", scrape) as url:
             yield url

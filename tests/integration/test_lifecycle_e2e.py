@@ -126,7 +126,7 @@ def install_baseline(api: Api, namespace: str) -> None:
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "nodeSelector": {"node.kubernetes.io/instance-type": "g5.2xlarge"},
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "g5.xlarge"},
                     "containers": [{
                         "name": "vllm", "image": "vllm/vllm-openai:0.11",
                         "resources": {"limits": {"nvidia.com/gpu": "1"}},
@@ -159,7 +159,7 @@ def trial(namespace: str, prometheus: str, **spec: Any) -> dict[str, Any]:
         "kind": "AcceleratorTrial",
         "metadata": {"name": "llama3-inf2", "namespace": namespace},
         "spec": {
-            "baseline": {"deploymentRef": {"name": "llama3-gpu"}, "instanceType": "g5.2xlarge"},
+            "baseline": {"deploymentRef": {"name": "llama3-gpu"}, "instanceType": "g5.xlarge"},
             "candidate": {"image": "llama3-neuron:2.21", "instanceType": "inf2.8xlarge",
                           "neuronCores": 2, "replicas": 1},
             "traffic": {"router": "gatewayapi",

@@ -63,7 +63,7 @@ def test_default_topology_has_gpu_and_neuron_node_groups(api: Api) -> None:
     nodes = items(api, NODES)
     by_type = {n["metadata"]["labels"]["node.kubernetes.io/instance-type"]: n for n in nodes}
 
-    gpu, inf2 = by_type["g5.2xlarge"], by_type["inf2.8xlarge"]
+    gpu, inf2 = by_type["g5.xlarge"], by_type["inf2.8xlarge"]
     assert gpu["status"]["allocatable"]["nvidia.com/gpu"] == "1"
     assert inf2["status"]["allocatable"]["aws.amazon.com/neuroncore"] == "2"
     assert inf2["status"]["allocatable"]["aws.amazon.com/neuron"] == "1"

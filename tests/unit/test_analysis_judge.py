@@ -72,7 +72,7 @@ CASES = [
         None,
         None,
         "Inconclusive",
-        "economics model",
+        "judged from the cost model",
     ),
 ]
 

@@ -145,9 +145,7 @@ def judge(criterion: Criterion, baseline: Reading | None, candidate: Reading | N
     """Judge one criterion from its readings (``None`` where nothing was queried)."""
     name = criterion.name
     if criterion.metric in COST_METRICS:
-        return _inconclusive(
-            name, "cost metrics come from the economics model, which is not available yet"
-        )
+        return _inconclusive(name, "a cost criterion is judged from the cost model (judge_cost)")
     readings = {"baseline": baseline, "candidate": candidate}
     needed = _variants_of(criterion)
     for variant in needed:
@@ -165,6 +163,22 @@ def judge(criterion: Criterion, baseline: Reading | None, candidate: Reading | N
     if criterion.absolute is not None:
         return _judge_absolute(criterion, values["candidate"])
     return _judge_relative(criterion, values["baseline"], values["candidate"])
+
+
+def judge_cost(
+    criterion: Criterion, baseline: float | None, candidate: float | None, missing: str
+) -> Judgement:
+    """Judge a cost criterion on the cost model's figures; ``missing`` says why one is None."""
+    needed = _variants_of(criterion)
+    for variant, value in (("baseline", baseline), ("candidate", candidate)):
+        if variant in needed and value is None:
+            return _inconclusive(criterion.name, f"no cost figure for the {variant}: {missing}")
+    if criterion.absolute is not None:
+        assert candidate is not None
+        return _judge_absolute(criterion, candidate)
+    assert baseline is not None
+    assert candidate is not None
+    return _judge_relative(criterion, baseline, candidate)
 
 
 def _present(reading: Reading | None) -> Reading:

@@ -29,6 +29,7 @@ from acceltrial.api.status import (
     Condition,
     CriterionResult,
     Decision,
+    EconomicsStatus,
     OriginalRouting,
     Phase,
     TrialStatus,
@@ -101,6 +102,8 @@ class Measurement:
     outcome: RoundOutcome
     reason: str
     results: tuple[CriterionResult, ...] = ()
+    economics: EconomicsStatus | None = None
+    """The cost comparison of this measurement, kept in status.economics."""
 
 
 @dataclass(frozen=True)
@@ -287,6 +290,8 @@ class _Tick:
         counts = tally(self.status.counts or AnalysisCounts(), measurement.outcome)
         recent = [*(self.status.analysis or []), *measurement.results][-RECENT_RESULTS:]
         self._update(counts=counts, analysis=recent, last_measurement_at=self.obs.now)
+        if measurement.economics is not None:
+            self._update(economics=measurement.economics)
         verdict: StepStatus = assess(counts, self.spec.analysis)
         where = f"at {self.status.canary_weight}%"
         if verdict in ("Failed", "Errored"):

@@ -8,13 +8,14 @@ nothing itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
 from acceltrial.api.durations import duration_seconds
-from acceltrial.api.spec import TrialSpec
+from acceltrial.api.spec import Criterion, TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
     CriterionResult,
@@ -25,8 +26,10 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import (
     Judgement,
     MeasurementWindow,
+    Reading,
     applicable,
     judge,
+    judge_cost,
     plan,
     round_outcome,
 )
@@ -38,6 +41,13 @@ from acceltrial.engine.candidate import (
     derive_deployment,
     derive_service,
 )
+from acceltrial.engine.costing import (
+    CostFigures,
+    VariantResources,
+    cost_figures,
+    plan_cost_inputs,
+)
+from acceltrial.engine.economics import cost_criterion_values, to_status
 from acceltrial.engine.lifecycle import (
     Action,
     DeployCandidate,
@@ -50,11 +60,13 @@ from acceltrial.engine.lifecycle import (
     UserAction,
     measurement_due,
 )
-from acceltrial.engine.queries import TemplateError, Variant, VariantTarget
+from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, VariantTarget
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodes import schedulable_problem
 from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
 from acceltrial.providers.metrics.port import collect
+from acceltrial.providers.pricing.sources import price_sources
+from acceltrial.providers.pricing.trial import variant_resources
 from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.replicas import ReplicasRouter
@@ -186,23 +198,40 @@ class TrialWorld:
         interval = duration_seconds(analysis.interval)
         start = status.step_started_at or now - timedelta(seconds=interval)
         window = MeasurementWindow(start, now, max(1.0, interval / 4))
+        targets = self._targets()
         try:
-            planned = plan(analysis, self._targets(), weight)
+            planned = plan(analysis, targets, weight) + plan_cost_inputs(analysis, targets)
         except TemplateError as error:
             return Measurement("Error", f"a query cannot be rendered: {error}")
         collection = collect(planned, self._prometheus(), window)
+        costs = cost_figures(
+            collection.readings, targets, self._cost_resources(), self.spec.economics
+        )
         judgements = [
-            judge(
-                c,
-                collection.readings.get((c.name, "baseline")),
-                collection.readings.get((c.name, "candidate")),
-            )
-            for c in applicable(analysis, weight)
+            self._judge(c, collection.readings, costs) for c in applicable(analysis, weight)
         ]
         outcome, reason = round_outcome(judgements)
         step = 0 if status.phase == "BakingIn" else status.step or 0
         results = tuple(_result(j, step, weight, now) for j in judgements)
-        return Measurement(outcome, reason, results)
+        return Measurement(outcome, reason, results, to_status(costs.comparison))
+
+    @staticmethod
+    def _judge(
+        criterion: Criterion, readings: Mapping[tuple[str, Variant], Reading], costs: CostFigures
+    ) -> Judgement:
+        if criterion.metric in COST_METRICS:
+            baseline, candidate = cost_criterion_values(costs.comparison, criterion.metric)
+            return judge_cost(criterion, baseline, candidate, costs.missing)
+        return judge(
+            criterion,
+            readings.get((criterion.name, "baseline")),
+            readings.get((criterion.name, "candidate")),
+        )
+
+    def _cost_resources(self) -> dict[Variant, VariantResources]:
+        baseline = self.kube.deployment(self.trial.namespace, self.baseline_name) or {}
+        catalog, source = price_sources(self.spec.economics.pricing)
+        return variant_resources(self.spec, baseline, catalog, source)
 
     def _targets(self) -> dict[Variant, VariantTarget]:
         namespace = self.trial.namespace

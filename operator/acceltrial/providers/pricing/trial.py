@@ -7,12 +7,16 @@ unknown (None, with the reason), so the cost model leaves the figures it would f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
-from acceltrial.api.spec import CandidateSpec, EconomicsSpec
+from acceltrial.api.spec import CandidateSpec, EconomicsSpec, TrialSpec
+from acceltrial.engine.costing import VariantResources
+from acceltrial.engine.queries import Variant
 from acceltrial.providers.pricing.catalog import (
+    GPU_RESOURCE,
     NEURON_DEVICE_RESOURCE,
     NEURONCORE_RESOURCE,
     Catalog,
@@ -114,3 +118,48 @@ def candidate_accelerators(
         per_pod, resource = candidate.neuron_devices, NEURON_DEVICE_RESOURCE
     spec = catalog.spec(candidate.instance_type)
     return per_pod, None if spec is None else spec.per_instance(resource)
+
+
+def baseline_accelerators(
+    deployment: Mapping[str, Any], container: str | None, instance_type: str, catalog: Catalog
+) -> tuple[int | None, int | None]:
+    """GPUs (or Neuron resources) one baseline pod takes, and how many one instance has.
+
+    Read from the model server container's limits (requests when no limit is set), as the
+    device plugins allocate whole units.
+    """
+    spec = catalog.spec(instance_type)
+    resources = _container(deployment, container).get("resources") or {}
+    wanted = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+    for resource in (GPU_RESOURCE, NEURONCORE_RESOURCE, NEURON_DEVICE_RESOURCE):
+        amount = wanted.get(resource)
+        if amount is not None and str(amount).isdigit():
+            return int(amount), None if spec is None else spec.per_instance(resource)
+    return None, None
+
+
+def _container(deployment: Mapping[str, Any], name: str | None) -> Mapping[str, Any]:
+    pod = deployment.get("spec", {}).get("template", {}).get("spec", {})
+    containers: list[Mapping[str, Any]] = pod.get("containers") or [{}]
+    return next((c for c in containers if c.get("name") == name), containers[0])
+
+
+def variant_resources(
+    spec: TrialSpec, baseline: Mapping[str, Any], catalog: Catalog, source: PriceSource | None
+) -> dict[Variant, VariantResources]:
+    """Prices and accelerator shares of both variants, as the cost model takes them."""
+    prices = trial_prices(
+        spec.economics, spec.baseline.instance_type, spec.candidate.instance_type, source
+    )
+    base_pod, base_instance = baseline_accelerators(
+        baseline, spec.baseline.container, spec.baseline.instance_type, catalog
+    )
+    cand_pod, cand_instance = candidate_accelerators(spec.candidate, catalog)
+    return {
+        "baseline": VariantResources(
+            prices.baseline.usd_per_hour, prices.baseline.source, base_pod, base_instance
+        ),
+        "candidate": VariantResources(
+            prices.candidate.usd_per_hour, prices.candidate.source, cand_pod, cand_instance
+        ),
+    }

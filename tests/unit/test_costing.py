@@ -1,0 +1,104 @@
+"""Cost criteria from a measurement's readings: the inputs planned, figures built, and judged.
+
+Worked numbers: baseline 2 g5.xlarge pods ($1.006/h, 1 of 1 GPU each) serving 9 req/s and
+1800 tokens/s at 60% GPU busy; candidate 1 inf2.8xlarge pod ($1.96786/h, 2 of 2 NeuronCores)
+serving 1 req/s and 200 tokens/s at 10% busy. Production: 10 req/s, 2000 tokens/s.
+
+- baseline capacity per replica: 4.5 / 0.6 = 7.5 req/s, 900 / 0.6 = 1500 tokens/s; at 70%:
+  ceil(10 / 5.25) = 2 and ceil(2000 / 1050) = 2 replicas, $2.012/h;
+  per 1M tokens: 2.012 / (2000 x 3600) x 1e6 = $0.27944.
+- candidate capacity: 1 / 0.1 = 10 req/s, 200 / 0.1 = 2000 tokens/s; at 70%: ceil(10 / 7) = 2 and
+  ceil(2000 / 1400) = 2 replicas, $3.93572/h; per 1M tokens: 3.93572 / 7.2e9 x 1e6 = $0.54663.
+- candidate / baseline = 1.956.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from acceltrial.api.spec import AnalysisSpec, Criterion, EconomicsSpec
+from acceltrial.engine.analysis import Reading, judge_cost
+from acceltrial.engine.costing import (
+    COST_INPUT_PREFIX,
+    VariantResources,
+    cost_figures,
+    plan_cost_inputs,
+)
+from acceltrial.engine.economics import cost_criterion_values
+from acceltrial.engine.queries import Variant, VariantTarget
+
+TARGETS: dict[Variant, VariantTarget] = {
+    "baseline": VariantTarget("baseline", "ml", "llama3-gpu", ("gpu-a", "gpu-b"), "gpu"),
+    "candidate": VariantTarget("candidate", "ml", "llama3-inf2", ("inf2-a",), "neuron"),
+}
+RESOURCES = {
+    "baseline": VariantResources(1.006, "catalog", 1, 1),
+    "candidate": VariantResources(1.96786, "catalog", 2, 2),
+}
+MEASURED = {
+    ("request_rate", "baseline"): 9.0,
+    ("token_rate", "baseline"): 1800.0,
+    ("accelerator_utilization", "baseline"): 0.6,
+    ("request_rate", "candidate"): 1.0,
+    ("token_rate", "candidate"): 200.0,
+    ("accelerator_utilization", "candidate"): 0.1,
+}
+
+
+def readings(measured: dict[tuple[str, str], float]) -> dict[tuple[str, Variant], Reading]:
+    return {
+        (COST_INPUT_PREFIX + metric, variant): Reading(values=(value,), series=1)  # type: ignore[misc]
+        for (metric, variant), value in measured.items()
+    }
+
+
+def cost_criterion(**bounds: object) -> Criterion:
+    return Criterion.model_validate({"name": "cost", "metric": "cost_per_million_tokens", **bounds})
+
+
+def test_the_plan_asks_each_variant_for_rates_and_utilization_with_the_preset() -> None:
+    analysis = AnalysisSpec.model_validate(
+        {
+            "interval": "30s",
+            "prometheus": {"address": "http://p:9090"},
+            "criteria": [{"name": "e", "metric": "error_ratio", "absolute": {"max": 0.01}}],
+        }
+    )
+    planned = {(q.criterion, q.variant): q.promql for q in plan_cost_inputs(analysis, TARGETS)}
+    assert len(planned) == 6
+    assert "DCGM_FI_DEV_GPU_UTIL" in planned[("economics:accelerator_utilization", "baseline")]
+    assert (
+        "neuroncore_utilization_ratio"
+        in planned[("economics:accelerator_utilization", "candidate")]
+    )
+    assert "vllm:generation_tokens_total" in planned[("economics:token_rate", "candidate")]
+    assert "[30s]" in planned[("economics:request_rate", "baseline")]
+
+
+def test_cost_figures_and_a_relative_cost_criterion_use_the_projection() -> None:
+    figures = cost_figures(readings(MEASURED), TARGETS, RESOURCES, EconomicsSpec())
+    baseline, candidate = cost_criterion_values(figures.comparison, "cost_per_million_tokens")
+    assert baseline == pytest.approx(0.27944, rel=1e-4)
+    assert candidate == pytest.approx(0.54663, rel=1e-4)
+    assert figures.missing == "every input was measured"
+
+    failed = judge_cost(cost_criterion(relative={"max": 1.0}), baseline, candidate, "")
+    assert failed.verdict == "Fail"
+    assert failed.ratio == pytest.approx(1.956, rel=1e-3)
+    assert "(limit max 1)" in failed.reason
+    passed = judge_cost(cost_criterion(absolute={"max": 0.6}), baseline, candidate, "")
+    assert passed.verdict == "Pass"
+
+
+def test_an_unknown_price_or_missing_traffic_is_inconclusive_with_the_cause() -> None:
+    unpriced = {**RESOURCES, "baseline": VariantResources(None, "not in the table", 1, 1)}
+    silent = {k: v for k, v in MEASURED.items() if k[1] != "candidate"}
+    figures = cost_figures(readings(silent), TARGETS, unpriced, EconomicsSpec())
+    baseline, candidate = cost_criterion_values(figures.comparison, "cost_per_million_tokens")
+    assert (baseline, candidate) == (None, None)
+    judgement = judge_cost(
+        cost_criterion(relative={"max": 1.0}), baseline, candidate, figures.missing
+    )
+    assert judgement.verdict == "Inconclusive"
+    assert "the baseline's instance price is unknown (not in the table)" in judgement.reason
+    assert "the candidate served no measured traffic" in judgement.reason

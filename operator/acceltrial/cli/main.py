@@ -9,8 +9,10 @@ from pathlib import Path
 
 from acceltrial import __version__
 from acceltrial.api.crd import render_crd
+from acceltrial.cli.demo import add_demo
 from acceltrial.cli.sandbox import SandboxOptions, sandbox_up
 from acceltrial.cli.validate import validate_files
+from acceltrial.demo.runner import DemoOptions, run_demo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     _add_sandbox(commands)
+    add_demo(commands)
     return parser
 
 
@@ -80,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay),
             sys.stdout,
         )
+    if args.command == "demo":
+        options = DemoOptions(args.scenario, args.speed, args.result_file, args.keep)
+        return run_demo(options, sys.stdout)
     return 2  # argparse rejects unknown commands before this
 
 

@@ -44,6 +44,15 @@ class MeasurementWindow:
     start: datetime
     end: datetime
     resolution_seconds: float
+    baseline_end: datetime | None = None
+    """When the baseline is measured, if not at ``end``: during the bake the baseline serves
+    nothing, so it is measured over the last window in which it still served traffic."""
+
+    def for_variant(self, variant: Variant) -> tuple[datetime, datetime]:
+        """The (start, end) a variant's queries are evaluated over."""
+        if variant == "baseline" and self.baseline_end is not None:
+            return self.baseline_end - (self.end - self.start), self.baseline_end
+        return self.start, self.end
 
 
 @dataclass(frozen=True)

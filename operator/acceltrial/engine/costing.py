@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from acceltrial.api.spec import AnalysisSpec, EconomicsSpec
 from acceltrial.engine.analysis import PlannedQuery, Reading
@@ -64,8 +65,13 @@ def cost_figures(
     targets: Mapping[Variant, VariantTarget],
     resources: Mapping[Variant, VariantResources],
     economics: EconomicsSpec,
+    production_from: Literal["both", "candidate"] = "both",
 ) -> CostFigures:
-    """Both variants' cost figures from this measurement's readings."""
+    """Both variants' cost figures from this measurement's readings.
+
+    All production traffic is what both variants served, or, during the bake (when the
+    baseline's readings come from before it), what the candidate alone serves.
+    """
     inputs: dict[Variant, VariantInput] = {}
     gaps: list[str] = []
     for variant in _VARIANTS:
@@ -80,7 +86,8 @@ def cost_figures(
             utilization=values["accelerator_utilization"],
         )
         gaps += _gaps(variant, held, values)
-    comparison = compare(inputs["baseline"], inputs["candidate"], economics)
+    production = inputs["candidate"].observed if production_from == "candidate" else None
+    comparison = compare(inputs["baseline"], inputs["candidate"], economics, production)
     return CostFigures(comparison, "; ".join(gaps) or "every input was measured")
 
 

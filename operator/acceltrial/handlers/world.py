@@ -197,7 +197,10 @@ class TrialWorld:
         analysis = self.spec.analysis
         interval = duration_seconds(analysis.interval)
         start = status.step_started_at or now - timedelta(seconds=interval)
-        window = MeasurementWindow(start, now, max(1.0, interval / 4))
+        baking = status.phase == "BakingIn"
+        # At 100% the baseline serves nothing: compare with its last window of traffic.
+        baseline_end = status.step_started_at if baking else None
+        window = MeasurementWindow(start, now, max(1.0, interval / 4), baseline_end)
         targets = self._targets()
         try:
             planned = plan(analysis, targets, weight) + plan_cost_inputs(analysis, targets)
@@ -205,7 +208,11 @@ class TrialWorld:
             return Measurement("Error", f"a query cannot be rendered: {error}")
         collection = collect(planned, self._prometheus(), window)
         costs = cost_figures(
-            collection.readings, targets, self._cost_resources(), self.spec.economics
+            collection.readings,
+            targets,
+            self._cost_resources(),
+            self.spec.economics,
+            production_from="candidate" if baking else "both",
         )
         judgements = [
             self._judge(c, collection.readings, costs) for c in applicable(analysis, weight)
@@ -213,7 +220,11 @@ class TrialWorld:
         outcome, reason = round_outcome(judgements)
         step = 0 if status.phase == "BakingIn" else status.step or 0
         results = tuple(_result(j, step, weight, now) for j in judgements)
-        return Measurement(outcome, reason, results, to_status(costs.comparison))
+        production = costs.comparison.production
+        measured = production.requests_per_second or production.tokens_per_second
+        # Without any measured traffic (Prometheus down, say) the last figures stay.
+        economics = to_status(costs.comparison) if measured else None
+        return Measurement(outcome, reason, results, economics)
 
     @staticmethod
     def _judge(

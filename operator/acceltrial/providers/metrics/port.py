@@ -57,13 +57,12 @@ def collect(
     collection = Collection()
     for query in planned:
         collection.queries += 1
+        start, end = window.for_variant(query.variant)
         try:
             if query.mode == "range":
-                series = source.range(
-                    query.promql, window.start, window.end, window.resolution_seconds
-                )
+                series = source.range(query.promql, start, end, window.resolution_seconds)
             else:
-                series = source.instant(query.promql, window.end)
+                series = source.instant(query.promql, end)
         except MetricsError as error:
             reading = Reading(error=str(error))
         else:

@@ -1,0 +1,40 @@
+"""``acceltrial demo``: run a scenario on the local sandbox (see acceltrial.demo)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="run a complete trial on a local cluster with a simulated fleet and real Prometheus",
+        description="Start a local control plane, a simulated inference fleet, a real "
+        "Prometheus and the operator; install a GPU baseline; run the scenario's trial to its "
+        "decision with live progress. Exits 0 when the outcome is the scenario's expect, 1 when "
+        "not, 2 when the scenario or the machine cannot run it.",
+    )
+    demo.add_argument(
+        "--scenario",
+        default="promote",
+        metavar="NAME|FILE",
+        help="a shipped scenario (examples/scenarios/NAME.yaml) or a scenario file "
+        "(default: promote)",
+    )
+    demo.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="divide every duration by N (default 1: the scenario's own, already compressed)",
+    )
+    demo.add_argument(
+        "--result-file",
+        type=Path,
+        metavar="FILE",
+        help="write the final status, the route and the started pids as JSON",
+    )
+    demo.add_argument(
+        "--keep", action="store_true", help="keep the operator log and Prometheus data"
+    )

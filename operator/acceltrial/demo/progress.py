@@ -1,0 +1,121 @@
+"""What the demo prints: one line per thing that happened, and the decision at the end.
+
+Written for a person who has never seen the project: each line says what the operator is doing
+and, for each measurement, what it measured on both variants against which limit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from acceltrial.sandbox.fleet.exporter import FleetSnapshot
+
+Manifest = dict[str, Any]
+BAR_WIDTH = 20
+
+PHASE_STORY = {
+    "Pending": "the trial was accepted; it waits to start",
+    "Preflight": "checking the baseline, the route and Neuron capacity; nothing is changed yet",
+    "Progressing": "moving traffic to the candidate step by step, judging every interval",
+    "Paused": "paused",
+    "Promoting": "every step passed: sending all traffic to the candidate",
+    "BakingIn": "all traffic on the candidate; watching it for the bake time before deciding",
+    "Promoted": "promoted",
+    "RollingBack": "a limit was crossed: restoring the routing exactly as it was found",
+    "RolledBack": "rolled back",
+    "Failed": "failed",
+    "Aborted": "aborted",
+}
+
+
+def bar(done: float) -> str:
+    filled = max(0, min(BAR_WIDTH, round(done * BAR_WIDTH)))
+    return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
+
+
+def progress(status: Manifest, steps: int) -> float:
+    """How far the trial is: steps passed, the bake counting as one more."""
+    phase = status.get("phase")
+    if phase in ("Promoted",):
+        return 1.0
+    if phase in ("BakingIn", "Promoting"):
+        return steps / (steps + 1)
+    return max(0, (status.get("step") or 1) - 1) / (steps + 1)
+
+
+def value(metric: str | None, number: float | None) -> str:
+    """A measured value in the unit people read it in."""
+    if number is None or not math.isfinite(number):
+        return "n/a"
+    if metric and metric.startswith(("latency", "ttft", "itl")):
+        return f"{number:.3g}s"
+    if metric in ("error_ratio", "accelerator_utilization"):
+        return f"{number:.2%}"
+    if metric == "cost_per_million_tokens":
+        return f"${number:.3g}/1M tokens"
+    if metric == "cost_per_thousand_requests":
+        return f"${number:.3g}/1k requests"
+    return f"{number:.4g}"
+
+
+def criterion_line(result: Manifest, metric: str | None) -> str:
+    """One criterion of one measurement: the numbers and the verdict."""
+    verdict = {"Pass": "ok", "Fail": "FAIL", "Inconclusive": "?"}.get(result["verdict"], "?")
+    name = result["criterion"]
+    candidate = value(metric, result.get("candidate"))
+    if result.get("ratio") is not None:
+        said = (
+            f"candidate {candidate} vs baseline {value(metric, result.get('baseline'))} "
+            f"({result['ratio']:.2f}x)"
+        )
+    elif result.get("candidate") is not None:
+        said = f"candidate {candidate}"
+    else:
+        said = result.get("reason", "")
+    return f"{verdict:>4}  {name:<14} {said}"
+
+
+def traffic_line(snapshot: FleetSnapshot) -> str:
+    parts = []
+    for variant, traffic in snapshot.variants.items():
+        pods = f"{traffic.pods} pod{'s' if traffic.pods != 1 else ''}"
+        parts.append(f"{variant} {traffic.offered_rps:.1f} req/s on {pods}")
+    return "traffic: " + ", ".join(parts) + f" ({snapshot.candidate_percent:.0f}% to the candidate)"
+
+
+def latest_results(status: Manifest) -> list[Manifest]:
+    at = status.get("lastMeasurementAt")
+    return [r for r in status.get("analysis") or [] if r.get("at") == at]
+
+
+def economics_lines(
+    economics: Mapping[str, Any] | None, instance_types: Sequence[str]
+) -> list[str]:
+    if not economics:
+        return ["Economics: no figures (no measurement had the traffic and prices they need)"]
+    lines = ["Economics (all traffic projected on each variant at the target utilization):"]
+    per_token = "cost_per_million_tokens"
+    for variant, instance in zip(("baseline", "candidate"), instance_types, strict=True):
+        figures = economics.get(variant) or {}
+        observed = value(per_token, figures.get("observedCostPerMillionTokens"))
+        projected = value(per_token, figures.get("projectedCostPerMillionTokens"))
+        busy = value("accelerator_utilization", figures.get("utilization"))
+        lines.append(
+            f"  {variant:<9} {instance:<13} pods ${_money(figures.get('costPerHour'))}/h, "
+            f"utilization {busy}, observed {observed}, projected {projected}"
+        )
+    savings = economics.get("projectedMonthlySavings")
+    if savings is not None and savings >= 0:
+        lines.append(f"  projected savings: ${savings:,.0f} per month on the candidate")
+    elif savings is not None:
+        lines.append(f"  the candidate would cost ${-savings:,.0f} more per month")
+    payback = economics.get("paybackMonths")
+    if payback is not None:
+        lines.append(f"  the migration pays for itself in {payback:.1f} months")
+    return lines
+
+
+def _money(number: float | None) -> str:
+    return "n/a" if number is None else f"{number:.3f}"

@@ -1,0 +1,473 @@
+"""Running one scenario end to end, and cleaning up every process it started.
+
+Order: the local control plane (default topology) with the CRD, the simulated fleet and its
+metrics endpoint, a real Prometheus scraping it every second, the operator as its own
+``kopf run`` process; then the GPU baseline, then the trial. It reports progress until the trial
+ends, checks the outcome against ``expect`` and that routing is as the trial left it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import yaml
+
+from acceltrial.api.crd import render_crd
+from acceltrial.api.durations import duration_seconds
+from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.demo import progress
+from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, TRIALS, Client, baseline_objects
+from acceltrial.demo.scenario import (
+    Manifest,
+    Scenario,
+    ScenarioError,
+    load_scenario,
+    resolve_path,
+    seconds,
+)
+from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
+from acceltrial.sandbox.fleet.model import ServingProfile
+from acceltrial.sandbox.fleet.serving import metrics_endpoint
+from acceltrial.sandbox.fleet.traffic import Entry
+from acceltrial.sandbox.prometheus import PrometheusNotFound, PrometheusServer, find_prometheus
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+TICK_SECONDS = 0.5
+POLL_SECONDS = 0.25
+MIN_INTERVAL_SECONDS = 2.0
+"""Shortest analysis.interval with data: rate() needs two 1 s scrapes in the window."""
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    scenario: str = "promote"
+    speed: float = 1.0
+    result_file: Path | None = None
+    keep: bool = False
+    """Keep the work folder (operator log, Prometheus data) even when the outcome matched."""
+
+
+@dataclass
+class Run:
+    """What one demo run started and saw."""
+
+    scenario: Scenario
+    trial: Manifest
+    out: TextIO
+    folder: Path
+    started: float = field(default_factory=time.monotonic)
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def namespace(self) -> str:
+        return str(self.trial["metadata"].get("namespace", "default"))
+
+    @property
+    def trial_path(self) -> str:
+        return f"{TRIALS.format(self.namespace)}/{self.trial['metadata']['name']}"
+
+    def say(self, text: str) -> None:
+        print(f"{time.monotonic() - self.started:6.1f}s  {text}", file=self.out, flush=True)
+
+
+def run_demo(options: DemoOptions, out: TextIO) -> int:
+    """Run the scenario; 0 when it ends as ``expect`` says, 1 when not, 2 when it cannot run."""
+    path = resolve_path(options.scenario)
+    try:
+        scenario, trial = load_scenario(path)
+        trial = at_speed(trial, options.speed)
+        prometheus_binary = find_prometheus()
+    except (ScenarioError, PrometheusNotFound, ValueError) as error:
+        print(f"acceltrial demo: {error}", file=sys.stderr)
+        return 2
+    folder = Path(tempfile.mkdtemp(prefix="acceltrial-demo-"))
+    run = Run(scenario, trial, out, folder)
+    _introduce(run, path, options.speed)
+    matched = False
+    try:
+        with _interrupts_as_exit():
+            matched = _run(run, options, prometheus_binary)
+    except KeyboardInterrupt:
+        run.say("interrupted: everything the demo started has been stopped")
+    finally:
+        if matched and not options.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            print(f"logs and Prometheus data kept in {folder}", file=out)
+    return 0 if matched else 1
+
+
+def at_speed(trial: Manifest, speed: float) -> Manifest:
+    """The trial with every duration divided by ``speed``; ValueError if the interval gets
+    shorter than Prometheus can measure at a 1 s scrape."""
+    if speed <= 0:
+        raise ValueError("--speed must be above 0")
+    spec = json.loads(json.dumps(trial["spec"]))
+
+    def scaled(text: str) -> str:
+        return f"{duration_seconds(text) / speed:g}s"
+
+    for step in spec.get("steps", []):
+        step["duration"] = scaled(step["duration"])
+    analysis = spec.setdefault("analysis", {})
+    analysis["interval"] = scaled(analysis.get("interval", "1m"))
+    if duration_seconds(analysis["interval"]) < MIN_INTERVAL_SECONDS:
+        raise ValueError(
+            f"--speed {speed:g} makes spec.analysis.interval {analysis['interval']}, shorter than "
+            f"the {MIN_INTERVAL_SECONDS:g}s a 1s scrape needs; use a lower --speed"
+        )
+    promotion = spec.setdefault("promotion", {})
+    promotion["bakeTime"] = scaled(promotion.get("bakeTime", "10m"))
+    if "progressDeadline" in spec:
+        spec["progressDeadline"] = scaled(spec["progressDeadline"])
+    return {**trial, "spec": spec}
+
+
+@contextlib.contextmanager
+def _interrupts_as_exit() -> Iterator[None]:
+    """SIGTERM ends the demo like Ctrl-C does, so the cleanup below always runs."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _introduce(run: Run, path: Path, speed: float) -> None:
+    spec = run.trial["spec"]
+    steps = " -> ".join(f"{s['weight']}% for {s['duration']}" for s in spec["steps"])
+    print(f"acceltrial demo: {path.stem}", file=run.out)
+    print(f"  {run.scenario.description.strip()}", file=run.out)
+    print(
+        f"  baseline {spec['baseline']['deploymentRef']['name']} on "
+        f"{spec['baseline']['instanceType']} GPUs; candidate on "
+        f"{spec['candidate']['instanceType']} ({spec['candidate'].get('neuronCores', '?')} "
+        f"NeuronCores per pod)",
+        file=run.out,
+    )
+    print(f"  steps: {steps}; judged every {spec['analysis']['interval']}", file=run.out)
+    print(f"  expected outcome: {_expected(run.scenario)}", file=run.out)
+    if speed != 1:
+        print(f"  durations divided by --speed {speed:g}", file=run.out)
+    print(file=run.out, flush=True)
+
+
+def _expected(scenario: Scenario) -> str:
+    expect = scenario.expect
+    parts: list[str] = [expect.phase]
+    if expect.step is not None:
+        parts.append(f"at step {expect.step}")
+    if expect.reason:
+        parts.append(f"because of {expect.reason!r}")
+    return " ".join(parts)
+
+
+def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
+    with Sandbox(ready_delay=0.5) as sandbox, contextlib.ExitStack() as stack:
+        client = Client(sandbox.url)
+        client.create(CRDS, yaml.safe_load(render_crd()))
+        run.say(f"local control plane at {sandbox.url} (simulated g5 and inf2 nodes)")
+        fleet = Fleet(sandbox.url, _fleet_spec(run, options.speed)).start()
+        stack.callback(fleet.stop)
+        metrics_url = stack.enter_context(metrics_endpoint(fleet))
+        prometheus = PrometheusServer(
+            prometheus_binary, run.folder / "prometheus", [metrics_url.removeprefix("http://")]
+        ).start()
+        stack.callback(prometheus.stop)
+        assert prometheus.process is not None
+        run.pids["prometheus"] = prometheus.process.pid
+        run.say(f"Prometheus at {prometheus.url}, scraping the simulated fleet every 1s")
+        operator = _start_operator(run, sandbox)
+        stack.callback(_stop, operator)
+        run.say(f"operator started (kopf run -m acceltrial.handlers, pid {operator.pid})")
+        _install_baseline(run, client)
+        trial = _with_prometheus(run.trial, prometheus.url)
+        client.create(TRIALS.format(run.namespace), trial)
+        run.say(f"applied AcceleratorTrial {run.namespace}/{trial['metadata']['name']}")
+        status = _watch(run, client, fleet, prometheus, options.speed)
+        return _conclude(run, client, status, options)
+
+
+def _fleet_spec(run: Run, speed: float) -> FleetSpec:
+    scenario, spec = run.scenario, run.trial["spec"]
+    traffic = spec.get("traffic", {})
+    baseline = spec["baseline"]
+    service = (baseline.get("serviceRef") or {}).get("name", baseline["deploymentRef"]["name"])
+    routing = traffic.get("gatewayapi") if traffic.get("router") == "gatewayapi" else None
+    entry = Entry(
+        namespace=run.namespace,
+        route=routing["httpRouteRef"]["name"] if routing else None,
+        service=None if routing else service,
+        rule_index=routing.get("ruleIndex", 0) if routing else 0,
+        honors_weights=scenario.fleet.gateway.honors_weights,
+    )
+    profiles = {
+        name: ServingProfile(
+            p50=profile.latency.p50,
+            p99=profile.latency.p99,
+            capacity_rps=profile.capacity_rps,
+            error_ratio=profile.error_ratio,
+            utilization_idle=profile.utilization.idle,
+            utilization_at_capacity=profile.utilization.at_capacity,
+        )
+        for name, profile in (
+            ("baseline", scenario.variants.baseline),
+            ("candidate", scenario.variants.candidate),
+        )
+    }
+    regressions = [
+        Regression(
+            variant=r.variant,
+            from_weight=r.when.weight,
+            after_seconds=None if r.when.after is None else seconds(r.when.after, speed),
+            latency_factor=r.latency_factor,
+            error_ratio=r.error_ratio,
+        )
+        for r in scenario.regressions
+    ]
+    return FleetSpec(
+        entry=entry,
+        rps=scenario.fleet.rps,
+        prompt_tokens=scenario.fleet.tokens.prompt,
+        generated_tokens=scenario.fleet.tokens.generated,
+        profiles=profiles,  # type: ignore[arg-type]
+        regressions=regressions,
+        model_name="meta-llama/Meta-Llama-3-8B-Instruct",
+    )
+
+
+def _start_operator(run: Run, sandbox: Sandbox) -> subprocess.Popen[bytes]:
+    """The operator as the chart runs it, limited to the scenario's namespace."""
+    env = os.environ | {
+        "KUBECONFIG": str(sandbox.kubeconfig),
+        "ACCELTRIAL_METRICS_PORT": "0",
+        "ACCELTRIAL_TICK_SECONDS": str(TICK_SECONDS),
+        "ACCELTRIAL_LOG_LEVEL": "INFO",
+        # Pricing comes from the bundled catalog; nothing should reach out to AWS.
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    command = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone"]
+    with (run.folder / "operator.log").open("ab") as log:
+        process = subprocess.Popen(
+            [*command, f"--namespace={run.namespace}"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=run.folder,
+        )
+    run.pids["operator"] = process.pid
+    return process
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _install_baseline(run: Run, client: Client) -> None:
+    for path, body in baseline_objects(run.trial, run.scenario.baseline):
+        client.create(path, body)
+    name = run.trial["spec"]["baseline"]["deploymentRef"]["name"]
+    run.say(
+        f"installed the GPU baseline: Deployment {name} ({run.scenario.baseline.replicas} pods), "
+        "its Service and HTTPRoute"
+    )
+    deadline = time.monotonic() + 30
+    path = f"{DEPLOYMENTS.format(run.namespace)}/{name}"
+    while time.monotonic() < deadline:
+        deployment = client.get(path) or {}
+        if (deployment.get("status") or {}).get(
+            "availableReplicas"
+        ) == run.scenario.baseline.replicas:
+            run.say(f"baseline Available; it serves {run.scenario.fleet.rps:g} req/s in all")
+            return
+        time.sleep(POLL_SECONDS)
+    raise RuntimeError(f"baseline Deployment {name} did not become Available")
+
+
+def _with_prometheus(trial: Manifest, url: str) -> Manifest:
+    spec = json.loads(json.dumps(trial["spec"]))
+    spec["analysis"]["prometheus"] = {**spec["analysis"].get("prometheus", {}), "address": url}
+    return {**trial, "spec": spec}
+
+
+def _watch(
+    run: Run, client: Client, fleet: Fleet, prometheus: PrometheusServer, speed: float
+) -> Manifest:
+    applied = time.monotonic()
+    outage = run.scenario.prometheus.outage
+    down_at = None if outage is None else seconds(outage.from_, speed)
+    up_at = None if outage is None else seconds(outage.to, speed)
+    timeout = seconds(run.scenario.timeout, speed)
+    seen = _Seen()
+    aborted = False
+    while True:
+        elapsed = time.monotonic() - applied
+        if down_at is not None and elapsed >= down_at and prometheus.process is not None:
+            prometheus.stop()
+            run.say("Prometheus stopped (the scenario's outage): queries will fail")
+            down_at = None
+        if (
+            up_at is not None
+            and down_at is None
+            and elapsed >= up_at
+            and prometheus.process is None
+        ):
+            prometheus.start()
+            run.say("Prometheus is back")
+            up_at = None
+        body = client.get(run.trial_path) or {}
+        status = body.get("status") or {}
+        seen.report(run, status, fleet)
+        if status.get("phase") in TERMINAL_PHASES:
+            return body
+        if elapsed > timeout and not aborted:
+            run.say(f"no decision within {timeout:g}s: aborting the trial")
+            patch = {"metadata": {"annotations": {"acceltrial.dev/action": "abort"}}}
+            client.merge(run.trial_path, patch)
+            aborted = True
+        if elapsed > timeout + 60:
+            return body
+        time.sleep(POLL_SECONDS)
+
+
+@dataclass
+class _Seen:
+    """What was already printed, so each change is told once."""
+
+    phase: str | None = None
+    step: int | None = None
+    measurement: str | None = None
+    detailed: set[tuple[str, int]] = field(default_factory=set)
+
+    def report(self, run: Run, status: Manifest, fleet: Fleet) -> None:
+        steps = len(run.trial["spec"]["steps"])
+        phase, step = status.get("phase"), status.get("step")
+        if phase != self.phase:
+            self.phase = phase
+            said = status.get("message") or progress.PHASE_STORY.get(str(phase), "")
+            run.say(f"{phase}: {said}")
+        if phase in ("Progressing", "Paused") and step and step != self.step:
+            self.step = step
+            weight = status.get("canaryWeight", 0)
+            run.say(f"step {step}/{steps}: {weight}% of requests go to the candidate")
+        at = status.get("lastMeasurementAt")
+        if at and at != self.measurement:
+            self.measurement = at
+            self._measurement(run, status, fleet, steps)
+
+    def _measurement(self, run: Run, status: Manifest, fleet: Fleet, steps: int) -> None:
+        counts = status.get("counts") or {}
+        outcome = counts.get("lastOutcome", "?")
+        done = progress.bar(progress.progress(status, steps))
+        weight = status.get("canaryWeight", 0)
+        run.say(
+            f"{done} measurement at {weight}%: {outcome} (this step: {counts.get('passes', 0)} "
+            f"passed, {counts.get('failures', 0)} failed, {counts.get('inconclusive', 0)} "
+            "inconclusive)"
+        )
+        # Every criterion's numbers for the first measurement of a step and for any that did
+        # not pass; a passing repeat is one line.
+        key = (str(status.get("phase")), int(status.get("step") or 0))
+        if outcome == "Pass" and key in self.detailed:
+            return
+        self.detailed.add(key)
+        metrics = _metrics_by_criterion(run.trial)
+        for result in progress.latest_results(status):
+            line = progress.criterion_line(result, metrics.get(result["criterion"]))
+            print(f"{'':10}{line}", file=run.out)
+        print(f"{'':10}{progress.traffic_line(fleet.snapshot())}", file=run.out, flush=True)
+
+
+def _metrics_by_criterion(trial: Manifest) -> dict[str, str | None]:
+    return {c["name"]: c.get("metric") for c in trial["spec"]["analysis"]["criteria"]}
+
+
+def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) -> bool:
+    status = body.get("status") or {}
+    decision = status.get("decision") or {}
+    out = run.out
+    print(file=out)
+    print(
+        f"Decision: {str(decision.get('verdict', 'none')).upper()} -> {status.get('phase')}",
+        file=out,
+    )
+    print(f"  why: {decision.get('reason') or status.get('message')}", file=out)
+    spec = run.trial["spec"]
+    instances = [spec["baseline"]["instanceType"], spec["candidate"]["instanceType"]]
+    for line in progress.economics_lines(status.get("economics"), instances):
+        print(line, file=out)
+    routing_ok, routing_said = _routing_check(run, client, status)
+    print(f"Routing: {routing_said}", file=out)
+    matched, said = _matches(run.scenario, status)
+    print(f"Expected {_expected(run.scenario)}: {said}", file=out, flush=True)
+    if options.result_file is not None:
+        options.result_file.write_text(
+            json.dumps(
+                {
+                    "status": status,
+                    "route": _route(run, client),
+                    "matched": matched and routing_ok,
+                    "pids": run.pids,
+                },
+                indent=2,
+            ),
+            encoding="utf-8",
+        )
+    return matched and routing_ok
+
+
+def _route(run: Run, client: Client) -> Manifest | None:
+    routing = run.trial["spec"].get("traffic", {}).get("gatewayapi")
+    if not routing:
+        return None
+    return client.get(f"{ROUTES.format(run.namespace)}/{routing['httpRouteRef']['name']}")
+
+
+def _routing_check(run: Run, client: Client, status: Manifest) -> tuple[bool, str]:
+    """After a rollback the route must be as found; after a promotion, all on the candidate."""
+    route = _route(run, client)
+    original = (status.get("original") or {}).get("httpRoute")
+    if route is None or original is None:
+        return True, "no HTTPRoute to check (replicas router)"
+    rules = route["spec"]["rules"]
+    index = run.trial["spec"]["traffic"]["gatewayapi"].get("ruleIndex", 0)
+    refs = rules[index].get("backendRefs")
+    if status.get("phase") == "Promoted":
+        on_candidate = [r for r in refs if r.get("weight", 1) > 0]
+        ok = len(on_candidate) == 1 and on_candidate[0]["name"].endswith("-candidate")
+        return ok, f"all traffic on {on_candidate[0]['name'] if on_candidate else '?'}"
+    ok = refs == original.get("backendRefs")
+    said = "restored exactly as status.original" if ok else f"differs from status.original: {refs}"
+    return ok, said
+
+
+def _matches(scenario: Scenario, status: Manifest) -> tuple[bool, str]:
+    expect = scenario.expect
+    problems = []
+    if status.get("phase") != expect.phase:
+        problems.append(f"ended {status.get('phase')}")
+    if expect.step is not None and status.get("step") != expect.step:
+        problems.append(f"decided at step {status.get('step')}")
+    reason = (status.get("decision") or {}).get("reason") or status.get("message") or ""
+    if expect.reason and expect.reason not in reason:
+        problems.append(f"the reason was {reason!r}")
+    return (not problems, "matched" if not problems else "NOT matched: " + "; ".join(problems))

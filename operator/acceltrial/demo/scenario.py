@@ -1,0 +1,231 @@
+"""Demo scenarios: a trial, the simulated fleet and its variants, and the outcome to expect.
+
+A scenario file is YAML (format: docs/demo.md). Mistakes are reported as
+:class:`ScenarioError` with one line per problem naming the field, and the trial it holds is
+checked with the same rules as ``acceltrial validate``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+
+from acceltrial.api.base import ApiModel
+from acceltrial.api.durations import Duration, duration_seconds
+from acceltrial.api.status import Phase
+from acceltrial.api.validation import validate_trial
+from acceltrial.engine.candidate import merge_patch
+
+SCENARIOS_DIR = Path("examples") / "scenarios"
+Manifest = dict[str, Any]
+
+
+class ScenarioError(Exception):
+    """The scenario cannot be run; the message names each field at fault."""
+
+
+class _Model(ApiModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TrialSource(_Model):
+    """The AcceleratorTrial to run: a file (relative to the scenario) or inline, then a patch."""
+
+    file: str | None = None
+    """A YAML file holding the AcceleratorTrial, relative to the scenario file."""
+    manifest: Manifest | None = None
+    """The AcceleratorTrial inline."""
+    patch: Manifest = Field(default_factory=dict)
+    """A JSON merge patch applied to the trial (null removes a key)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TrialSource:
+        if (self.file is None) == (self.manifest is None):
+            raise ValueError("set exactly one of trial.file and trial.manifest")
+        return self
+
+
+class Tokens(_Model):
+    prompt: int = Field(default=512, ge=0)
+    """Prompt (prefill) tokens per request."""
+    generated: int = Field(default=200, ge=1)
+    """Generated tokens per request."""
+
+
+class Gateway(_Model):
+    honors_weights: bool = True
+    """false: a gateway that ignores backendRefs weights (everything to the first backend)."""
+
+
+class FleetTraffic(_Model):
+    rps: float = Field(gt=0)
+    """Requests per second offered in all, split by what the cluster holds."""
+    tokens: Tokens = Tokens()
+    gateway: Gateway = Gateway()
+
+
+class Latency(_Model):
+    p50: float = Field(gt=0)
+    """Median end-to-end latency at low load, in seconds."""
+    p99: float = Field(gt=0)
+    """99th percentile at low load, in seconds; above p50."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Latency:
+        if self.p99 <= self.p50:
+            raise ValueError("p99 must be above p50")
+        return self
+
+
+class Utilization(_Model):
+    idle: float = Field(default=0.0, ge=0, le=1)
+    """Accelerator utilization with no load (0..1)."""
+    at_capacity: float = Field(default=0.95, gt=0, le=1)
+    """Utilization when the replica serves capacityRps (0..1)."""
+
+
+class VariantProfile(_Model):
+    latency: Latency
+    capacity_rps: float = Field(gt=0)
+    """Requests per second one replica serves at most; latency grows as load nears it."""
+    error_ratio: float = Field(default=0.0, ge=0, le=1)
+    """Share of requests answered with a 5xx."""
+    utilization: Utilization = Utilization()
+
+
+class Variants(_Model):
+    baseline: VariantProfile
+    candidate: VariantProfile
+
+
+class When(_Model):
+    weight: int | None = Field(default=None, ge=1, le=100)
+    """Active while the variant gets at least this percentage of the requests."""
+    after: Duration | None = None
+    """Active from this long after the variant first served a request."""
+
+    @model_validator(mode="after")
+    def _one(self) -> When:
+        if (self.weight is None) == (self.after is None):
+            raise ValueError("set exactly one of when.weight and when.after")
+        return self
+
+
+class Regression(_Model):
+    variant: Literal["baseline", "candidate"]
+    when: When
+    latency_factor: float = Field(default=1.0, gt=0)
+    """Latency is multiplied by this while the regression is active."""
+    error_ratio: float | None = Field(default=None, ge=0, le=1)
+    """Share of 5xx responses while the regression is active."""
+
+
+class Outage(_Model):
+    from_: Duration = Field(alias="from")
+    """How long after the trial is applied Prometheus stops."""
+    to: Duration
+    """When it is back."""
+
+
+class PrometheusOptions(_Model):
+    outage: Outage | None = None
+
+
+class Baseline(_Model):
+    replicas: int = Field(default=2, ge=1)
+    """Pods of the GPU Deployment the demo installs."""
+    image: str = "vllm/vllm-openai:v0.11.0"
+
+
+class Expect(_Model):
+    phase: Phase
+    """The phase the trial must end in."""
+    step: int | None = Field(default=None, ge=0)
+    """The step at which it is decided (status.step at the end)."""
+    reason: str | None = None
+    """Text the decision's reason must contain."""
+
+
+class Scenario(_Model):
+    """One demo run."""
+
+    description: str
+    trial: TrialSource
+    baseline: Baseline = Baseline()
+    fleet: FleetTraffic
+    variants: Variants
+    regressions: list[Regression] = Field(default_factory=list)
+    prometheus: PrometheusOptions = PrometheusOptions()
+    expect: Expect
+    timeout: Duration = "240s"
+    """How long the demo waits for the outcome before it aborts the trial."""
+
+
+def resolve_path(name: str) -> Path:
+    """A scenario by file path, or by name among the shipped ones (in ``examples/scenarios``
+    of the working directory, else of the source checkout this package runs from)."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    checkout = Path(__file__).resolve().parents[3] / SCENARIOS_DIR
+    for folder in (SCENARIOS_DIR, checkout):
+        if (folder / f"{name}.yaml").is_file():
+            return folder / f"{name}.yaml"
+    return SCENARIOS_DIR / f"{name}.yaml"
+
+
+def shipped_scenarios() -> list[str]:
+    """Names of the scenarios in ``examples/scenarios`` (every YAML file but the trial)."""
+    return sorted(p.stem for p in SCENARIOS_DIR.glob("*.yaml") if p.stem != "trial")
+
+
+def load_scenario(path: Path) -> tuple[Scenario, Manifest]:
+    """The scenario and its resolved, validated trial; ScenarioError on any mistake."""
+    raw = _read_yaml(path, "scenario")
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{path}: a scenario is a YAML mapping (description, trial, ...)")
+    try:
+        scenario = Scenario.model_validate(raw)
+    except ValidationError as error:
+        lines = [f"{path}: {_where(e['loc'])}: {e['msg']}" for e in error.errors()]
+        raise ScenarioError("\n".join(lines)) from None
+    trial = _resolve_trial(scenario.trial, path)
+    problems = validate_trial(trial)
+    if problems:
+        raise ScenarioError("\n".join(f"{path}: trial: {p}" for p in problems))
+    return scenario, trial
+
+
+def _resolve_trial(source: TrialSource, scenario_path: Path) -> Manifest:
+    if source.file is not None:
+        trial_path = scenario_path.parent / source.file
+        manifest = _read_yaml(trial_path, "trial.file")
+        if not isinstance(manifest, dict):
+            raise ScenarioError(f"{scenario_path}: trial.file: {trial_path} holds no mapping")
+    else:
+        manifest = copy.deepcopy(source.manifest or {})
+    patched: Manifest = merge_patch(manifest, source.patch)
+    return patched
+
+
+def _read_yaml(path: Path, field: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ScenarioError(f"{field}: cannot read {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"{path}: not valid YAML: {error}") from None
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if not str(p).startswith("function-after")]
+    return ".".join(parts) or "(top level)"
+
+
+def seconds(duration: str, speed: float) -> float:
+    """A scenario duration at ``speed`` (2 runs twice as fast)."""
+    return duration_seconds(duration) / speed

@@ -1,0 +1,115 @@
+"""A real Prometheus for the demo and the tests: its own config and data dir, a loopback port.
+
+The binary is found as ``make tools`` leaves it (``.tools/bin``), else ``PROMETHEUS_BIN``, else
+on ``PATH``. It scrapes the given targets every second, so steps of a few seconds have data.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+_LISTENING = re.compile(r'msg="Listening on" address=127\.0\.0\.1:(\d+)')
+LOCAL_TOOLS = Path(".tools") / "bin"
+HINT = (
+    "Prometheus is needed: run 'make tools' (it installs Debian's prometheus package locally), "
+    "install it with 'apt-get install prometheus', or set PROMETHEUS_BIN to a prometheus binary"
+)
+
+
+class PrometheusNotFound(Exception):
+    """No usable prometheus binary; the message says how to get one."""
+
+
+def find_prometheus() -> str:
+    """The prometheus binary to run (see the module docstring), or PrometheusNotFound."""
+    candidates = [os.environ.get("PROMETHEUS_BIN"), str(LOCAL_TOOLS / "prometheus")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("prometheus")
+    if found is None:
+        raise PrometheusNotFound(HINT)
+    return found
+
+
+class PrometheusServer:
+    """One Prometheus process; ``stop`` and ``start`` again keep the port and the data."""
+
+    def __init__(self, binary: str, folder: Path, targets: list[str]) -> None:
+        self.binary = binary
+        self.folder = folder
+        self.port = 0
+        self.process: subprocess.Popen[str] | None = None
+        folder.mkdir(parents=True, exist_ok=True)
+        listed = ", ".join(f"'{t}'" for t in targets)
+        (folder / "prometheus.yml").write_text(
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+            "scrape_configs:\n"
+            f"  - job_name: fleet\n    static_configs: [{{targets: [{listed}]}}]\n",
+            encoding="utf-8",
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> PrometheusServer:
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                f"--config.file={self.folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.port = self._listening_port(self.process, timeout)
+        self._wait_ready(timeout)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def _listening_port(self, process: subprocess.Popen[str], timeout: float) -> int:
+        assert process.stderr is not None
+        deadline = time.monotonic() + timeout
+        log = []
+        for line in process.stderr:
+            log.append(line)
+            found = _LISTENING.search(line)
+            if found:
+                # Keep draining the log so Prometheus never blocks on a full pipe.
+                threading.Thread(target=process.stderr.read, daemon=True).start()
+                return int(found.group(1))
+            if time.monotonic() > deadline:
+                break
+        self.stop()
+        raise RuntimeError("Prometheus did not start:\n" + "".join(log[-10:]))
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)  # bounded poll of a real server's readiness
+        raise RuntimeError(f"Prometheus at {self.url} did not become ready")

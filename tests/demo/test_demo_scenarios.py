@@ -1,0 +1,51 @@
+"""Every shipped scenario through ``acceltrial demo --scenario NAME``, as a user runs it: it must
+end as its ``expect`` says, leave routing as the trial left it, and leave no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, TOOLS_BIN
+from tests.demo.test_scenario_files import SHIPPED
+
+pytestmark = pytest.mark.slow
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it has stopped running all the same.
+    status = Path(f"/proc/{pid}/stat")
+    return status.exists() and status.read_text().split()[2] != "Z"
+
+
+@pytest.mark.parametrize("name", [p.stem for p in SHIPPED])
+def test_the_scenario_ends_as_expected(name: str, tmp_path: Path) -> None:
+    result_file = tmp_path / "result.json"
+    env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", name,
+         "--result-file", str(result_file)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "matched" in done.stdout
+    result = json.loads(result_file.read_text())
+    status = result["status"]
+    refs = result["route"]["spec"]["rules"][0]["backendRefs"]
+    if status["phase"] == "Promoted":
+        assert [r["weight"] for r in refs] == [0, 100]
+        assert status["economics"]["projectedMonthlySavings"] > 0
+    else:
+        assert refs == status["original"]["httpRoute"]["backendRefs"], "routing as found"
+    assert result["pids"], "the demo reports what it started"
+    for what, pid in result["pids"].items():
+        assert not alive(pid), f"{what} (pid {pid}) still runs after the demo"

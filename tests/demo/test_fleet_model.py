@@ -1,0 +1,117 @@
+"""The simulated fleet's serving model and traffic split, with numbers worked by hand."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
+from acceltrial.sandbox.fleet.model import ServingProfile, erlang_c, serve
+from acceltrial.sandbox.fleet.traffic import ClusterView, Entry, split
+
+PROFILE = ServingProfile(p50=1.0, p99=3.0, capacity_rps=10, error_ratio=0.01)
+
+
+def test_erlang_c_matches_the_textbook_values() -> None:
+    # One server at 50% load: an arrival waits with probability 0.5 (M/M/1: P = rho).
+    assert erlang_c(1, 0.5) == pytest.approx(0.5)
+    # Two servers, 1 Erlang offered: P(wait) = 1/3.
+    assert erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    assert erlang_c(4, 0) == 0
+
+
+def test_at_low_load_latency_is_the_profile_and_it_grows_like_a_queue() -> None:
+    idle = serve(PROFILE, 0.1)
+    assert idle.latency_quantile(0.5) == pytest.approx(1.0, rel=0.01)
+    assert idle.latency_quantile(0.99) == pytest.approx(3.0, rel=0.01)
+    latencies = [serve(PROFILE, rps).latency_quantile(0.99) for rps in (2, 5, 8, 9.5)]
+    assert latencies == sorted(latencies)
+    assert latencies[-1] > 1.2 * latencies[0], "near capacity, waiting dominates"
+
+
+def test_load_beyond_capacity_is_refused_with_errors() -> None:
+    rates = serve(PROFILE, 15)
+    assert rates.succeeded == pytest.approx(10 * 0.99)
+    assert rates.failed == pytest.approx(15 - 9.9)
+    assert rates.utilization == pytest.approx(0.95)
+
+
+def test_utilization_scales_from_idle_to_at_capacity() -> None:
+    profile = ServingProfile(1.0, 3.0, 10, utilization_idle=0.1, utilization_at_capacity=0.5)
+    assert serve(profile, 5).utilization == pytest.approx(0.3)
+
+
+def pod(name: str, labels: dict[str, str], ready: bool = True) -> dict[str, Any]:
+    condition = {"type": "Ready", "status": "True" if ready else "False"}
+    return {"metadata": {"name": name, "labels": labels}, "status": {"conditions": [condition]}}
+
+
+def service(name: str, selector: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"selector": selector}}
+
+
+BASE = {"app": "llama"}
+# For the gatewayapi router the candidate's pods lose the baseline Service's selector labels.
+CAND = {"acceltrial.dev/variant": "candidate"}
+VIEW = ClusterView(
+    pods=[pod("gpu-a", BASE), pod("gpu-b", BASE), pod("gpu-c", BASE, ready=False),
+          pod("inf2-a", CAND)],
+    services={"gpu": service("gpu", BASE), "inf2": service("inf2", CAND)},
+    route={"spec": {"rules": [{"backendRefs": [{"name": "gpu", "weight": 75},
+                                               {"name": "inf2", "weight": 25}]}]}},
+)  # fmt: skip
+
+
+def test_a_route_splits_by_weight_then_evenly_over_ready_pods() -> None:
+    offered = split(VIEW, Entry("ml", route="llama3"), 20)
+    assert offered == {"gpu-a": 7.5, "gpu-b": 7.5, "inf2-a": 5.0}
+
+
+def test_a_gateway_that_ignores_weights_sends_all_to_the_first_backend() -> None:
+    offered = split(VIEW, Entry("ml", route="llama3", honors_weights=False), 20)
+    assert offered == {"gpu-a": 10.0, "gpu-b": 10.0}
+
+
+def test_a_service_entry_spreads_over_every_ready_pod_it_selects() -> None:
+    # The replicas router: candidate pods keep the baseline's labels and join its Service.
+    joined = ClusterView(
+        pods=[*VIEW.pods[:3], pod("inf2-a", {**BASE, **CAND})], services=VIEW.services
+    )
+    offered = split(joined, Entry("ml", service="gpu"), 30)
+    assert offered == {"gpu-a": 10.0, "gpu-b": 10.0, "inf2-a": 10.0}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_counters_grow_with_served_traffic_and_regressions_apply_from_their_weight() -> None:
+    clock = Clock()
+    spec = FleetSpec(
+        entry=Entry("ml", route="llama3"),
+        rps=20,
+        prompt_tokens=100,
+        generated_tokens=50,
+        profiles={"baseline": PROFILE, "candidate": PROFILE},
+        regressions=[Regression("candidate", from_weight=25, error_ratio=0.5)],
+    )
+    fleet = Fleet("http://unused", spec, clock=clock, reader=lambda _url, _entry: VIEW)
+    fleet.advance()
+    clock.now = 10.0
+    fleet.advance()
+    snapshot = fleet.snapshot()
+    assert snapshot.candidate_percent == pytest.approx(25)
+    assert snapshot.variants["baseline"].succeeded_rps == pytest.approx(15 * 0.99)
+    assert snapshot.variants["candidate"].succeeded_rps == pytest.approx(5 * 0.5)
+    families = {f.name: f for f in fleet.collect()}
+    tokens = {s.labels["pod"]: s.value for s in families["vllm:generation_tokens"].samples}
+    assert tokens["inf2-a"] == pytest.approx(10 * 2.5 * 50)
+    assert math.isclose(tokens["gpu-a"], 10 * 7.5 * 0.99 * 50)
+    utilization = {s.labels["pod"] for s in families["DCGM_FI_DEV_GPU_UTIL"].samples}
+    assert utilization == set(), "these pods request no GPU, so DCGM reports nothing for them"

@@ -1,0 +1,130 @@
+"""Scenario files: the shipped ones load, and a mistake is named by its field, with exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acceltrial.demo.runner import at_speed
+from acceltrial.demo.scenario import ScenarioError, load_scenario
+from tests.conftest import REPO
+
+SCENARIOS = REPO / "examples" / "scenarios"
+SHIPPED = sorted(p for p in SCENARIOS.glob("*.yaml") if p.stem != "trial")
+REQUIRED = {
+    "promote",
+    "latency-regression",
+    "error-burst",
+    "regression-under-load",
+    "no-traffic",
+    "prometheus-outage",
+    "low-utilization",
+}
+
+
+def test_every_required_scenario_ships() -> None:
+    assert {p.stem for p in SHIPPED} >= REQUIRED
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_each_shipped_scenario_loads_with_a_valid_trial(path: Path) -> None:
+    scenario, trial = load_scenario(path)
+    assert scenario.expect.phase in ("Promoted", "RolledBack", "Aborted", "Failed")
+    assert trial["kind"] == "AcceleratorTrial"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "trial.yaml").write_text((SCENARIOS / "trial.yaml").read_text())
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD_VARIANTS = """
+variants:
+  baseline: {latency: {p50: 1.2, p99: 2.8}, capacityRps: 8}
+  candidate: {latency: {p50: 1.2, p99: 2.8}, capacityRps: 8}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 0}\n"
+            + GOOD_VARIANTS
+            + "expect: {phase: Promoted}\n",
+            "fleet.rps: Input should be greater than 0",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n"
+            "variants:\n  baseline: {latency: {p50: 1.2, p99: 2.8}, capacityRps: 8}\n"
+            "  candidate: {latency: {p50: 3, p99: 2}, capacityRps: 8}\n"
+            "expect: {phase: Promoted}\n",
+            "variants.candidate.latency: Value error, p99 must be above p50",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n"
+            + GOOD_VARIANTS
+            + "expect: {phase: Promotd}\n",
+            "expect.phase: Input should be",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n"
+            + GOOD_VARIANTS
+            + "regressions: [{variant: candidate, when: {weight: 50, after: 3s}}]\n"
+            "expect: {phase: Promoted}\n",
+            "regressions.0.when: Value error, set exactly one of when.weight and when.after",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, rsp: 3}\n"
+            + GOOD_VARIANTS
+            + "expect: {phase: Promoted}\n",
+            "fleet.rsp: Extra inputs are not permitted",
+        ),
+        (
+            "description: x\ntrial: {file: missing.yaml}\nfleet: {rps: 5}\n"
+            + GOOD_VARIANTS
+            + "expect: {phase: Promoted}\n",
+            "trial.file: cannot read",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml, patch: {spec: {steps: []}}}\n"
+            "fleet: {rps: 5}\n" + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "trial: spec.steps",
+        ),
+    ],
+    ids=["rps", "p99-below-p50", "phase-typo", "two-conditions", "unknown-field", "no-trial",
+         "bad-trial"],
+)  # fmt: skip
+def test_a_mistake_names_the_field(tmp_path: Path, text: str, named: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ScenarioError) as error:
+        load_scenario(path)
+    assert named in str(error.value)
+
+
+def test_the_cli_reports_a_broken_scenario_without_a_traceback(tmp_path: Path) -> None:
+    path = write(tmp_path, "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: -1}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "fleet.rps: Input should be greater than 0" in done.stderr
+    assert "variants: Field required" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_speed_divides_the_durations_and_refuses_an_unmeasurable_interval() -> None:
+    _, trial = load_scenario(SCENARIOS / "promote.yaml")
+    faster = at_speed(trial, 0.5)["spec"]
+    assert [s["duration"] for s in faster["steps"]] == ["12s", "12s", "12s"]
+    assert faster["analysis"]["interval"] == "4s"
+    with pytest.raises(ValueError, match=r"spec.analysis.interval 1s, shorter than the 2s"):
+        at_speed(trial, 2)

@@ -11,8 +11,10 @@ CRD_FILE := crds/acceltrial.dev_acceleratortrials.yaml
 CHART := charts/acceltrial
 CHART_CRD := $(CHART)/files/crds/acceltrial.dev_acceleratortrials.yaml
 PYTEST_ARGS ?=
+SCENARIO ?= promote
+SPEED ?= 1
 
-.PHONY: help setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
+.PHONY: help demo demo-all prometheus setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
 	validate-examples api-docs verify-api-docs sandbox bench clean
 
 help: ## List every target with what it does.
@@ -24,11 +26,20 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
+demo: $(INSTALLED) prometheus ## Run a complete trial locally (SCENARIO=promote, SPEED=1); see docs/demo.md.
+	$(BIN)/acceltrial demo --scenario $(SCENARIO) --speed $(SPEED)
+
+demo-all: $(INSTALLED) prometheus ## Run every scenario in examples/scenarios, one after another.
+	@set -e; for scenario in $$(ls examples/scenarios/*.yaml | grep -v '/trial.yaml$$'); do \
+		$(BIN)/acceltrial demo --scenario $$scenario --speed $(SPEED); done
+
+prometheus: ## Find or fetch Prometheus (PROMETHEUS_BIN, PATH, or Debian's package) into .tools/bin.
+	@scripts/prometheus.sh
+
 setup: $(INSTALLED) tools ## Create .venv with every dependency and the tools the tests run.
 
-tools: $(INSTALLED) ## Put real kubectl v1.33, helm and Prometheus (with promtool) into .tools/bin.
+tools: $(INSTALLED) prometheus ## Put real kubectl v1.33, helm and Prometheus (with promtool) into .tools/bin.
 	@PYTHON=$(BIN)/python scripts/kube-tools.sh
-	@scripts/prometheus.sh
 
 lint: $(INSTALLED) ## Lint and check formatting with ruff.
 	$(BIN)/ruff check operator tests scripts bench

@@ -71,6 +71,7 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "apps/deployments": {"get", "create", "patch", "delete"},
         "apps/deployments/scale": {"patch"},
         "/services": {"get", "create", "patch", "delete"},
+        "/configmaps": {"get", "create", "patch"},
         "/pods": {"list"},
         "/nodes": {"list"},
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},

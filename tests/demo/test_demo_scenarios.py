@@ -8,9 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from acceltrial.api.spec import EconomicsSpec
+from acceltrial.engine.economics import Throughput, VariantInput, compare
+from acceltrial.providers.pricing.catalog import bundled_catalog
 from tests.conftest import REPO, TOOLS_BIN
 from tests.demo.test_scenario_files import SHIPPED
 
@@ -46,6 +50,44 @@ def test_the_scenario_ends_as_expected(name: str, tmp_path: Path) -> None:
         assert status["economics"]["projectedMonthlySavings"] > 0
     else:
         assert refs == status["original"]["httpRoute"]["backendRefs"], "routing as found"
+    if name in ("promote", "low-utilization"):
+        assert_report_economics_recompute(result["report"], status)
     assert result["pids"], "the demo reports what it started"
     for what, pid in result["pids"].items():
         assert not alive(pid), f"{what} (pid {pid}) still runs after the demo"
+
+
+def assert_report_economics_recompute(report: dict[str, Any], status: dict[str, Any]) -> None:
+    """The report's cost figures follow from the figures it says Prometheus measured (request and
+    token rates, utilization, replicas) and the catalog's prices, through the cost model."""
+    variants = report["variants"]
+    last = report["timeline"][-1]
+    catalog = bundled_catalog()
+
+    def variant(name: str, per_pod: int, resource: str) -> VariantInput:
+        figures = last[name]
+        spec = catalog.spec(variants[name]["instanceType"])
+        assert spec is not None
+        price = catalog.hourly_price(variants[name]["instanceType"], "us-east-1").usd_per_hour
+        return VariantInput(
+            replicas=variants[name]["replicas"],
+            price_per_instance_hour=price,
+            accelerators_per_pod=per_pod,
+            accelerators_per_instance=spec.per_instance(resource),
+            observed=Throughput(figures["request_rate"], figures["token_rate"]),
+            utilization=figures["accelerator_utilization"],
+        )
+
+    baseline = variant("baseline", 1, "nvidia.com/gpu")
+    candidate = variant("candidate", 2, "aws.amazon.com/neuroncore")
+    production = candidate.observed if last["weight"] == 100 else None
+    recomputed = compare(baseline, candidate, EconomicsSpec(), production)
+    economics = status["economics"]
+    for name, cost in (("baseline", recomputed.baseline), ("candidate", recomputed.candidate)):
+        assert economics[name]["projectedCostPerMillionTokens"] == pytest.approx(
+            cost.projected_per_million_tokens, rel=1e-6
+        )
+        assert last[name]["cost_per_million_tokens"] == pytest.approx(
+            cost.projected_per_million_tokens, rel=1e-6
+        )
+    assert economics["projectedMonthlySavings"] == pytest.approx(recomputed.monthly_savings)

@@ -65,7 +65,7 @@ def test_the_plan_asks_each_variant_for_rates_and_utilization_with_the_preset() 
         }
     )
     planned = {(q.criterion, q.variant): q.promql for q in plan_cost_inputs(analysis, TARGETS)}
-    assert len(planned) == 6
+    assert len(planned) == 14, "7 figures per variant: rates, utilization, latency, errors"
     assert "DCGM_FI_DEV_GPU_UTIL" in planned[("economics:accelerator_utilization", "baseline")]
     assert (
         "neuroncore_utilization_ratio"

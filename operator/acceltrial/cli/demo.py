@@ -36,5 +36,11 @@ def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="write the final status, the route and the started pids as JSON",
     )
     demo.add_argument(
+        "--report-dir",
+        type=Path,
+        metavar="DIR",
+        help="write the decision report there as report.json, report.md and report.html",
+    )
+    demo.add_argument(
         "--keep", action="store_true", help="keep the operator log and Prometheus data"
     )

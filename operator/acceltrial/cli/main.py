@@ -11,6 +11,17 @@ from acceltrial import __version__
 from acceltrial.api.crd import render_crd
 from acceltrial.cli.demo import add_demo
 from acceltrial.cli.sandbox import SandboxOptions, sandbox_up
+from acceltrial.cli.trials import (
+    ACTION_ANNOTATION as ACTION,
+)
+from acceltrial.cli.trials import (
+    ACTIONS,
+    CliError,
+    act,
+    connect,
+    show_report,
+    show_status,
+)
 from acceltrial.cli.validate import validate_files
 from acceltrial.demo.runner import DemoOptions, run_demo
 
@@ -34,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     _add_sandbox(commands)
     add_demo(commands)
+    _add_trial_commands(commands)
     return parser
 
 
@@ -71,6 +83,48 @@ def _add_sandbox(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
 
 
+def _add_trial_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    namespace = argparse.ArgumentParser(add_help=False)
+    namespace.add_argument(
+        "-n", "--namespace", help="namespace of the trial (default: the kubeconfig context's)"
+    )
+    status = commands.add_parser(
+        "status", parents=[namespace], help="phase, step, weight and verdicts of trials"
+    )
+    status.add_argument("name", nargs="?", metavar="NAME", help="one trial (default: all)")
+    status.add_argument(
+        "-w", "--watch", action="store_true", help="print again on every change, with progress"
+    )
+    report = commands.add_parser(
+        "report", parents=[namespace], help="a trial's decision report (from <trial>-report)"
+    )
+    report.add_argument("name", metavar="NAME")
+    report.add_argument(
+        "-o", "--output", choices=("md", "html", "json"), default="md",
+        help="md (default), html (one self-contained page with charts) or json",
+    )  # fmt: skip
+    for action in ACTIONS:
+        command = commands.add_parser(
+            action, parents=[namespace], help=f"ask a trial to {action} (annotation {ACTION})"
+        )
+        command.add_argument("name", metavar="NAME")
+
+
+def _trial_command(args: argparse.Namespace) -> int:
+    try:
+        target = connect(args.namespace)
+        if args.command == "status":
+            return show_status(target, args.name, args.watch, sys.stdout)
+        if args.command == "report":
+            return show_report(target, args.name, args.output, sys.stdout)
+        return act(target, args.name, args.command, sys.stdout)
+    except CliError as error:
+        print(f"acceltrial {args.command}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "crd":
@@ -84,8 +138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout,
         )
     if args.command == "demo":
-        options = DemoOptions(args.scenario, args.speed, args.result_file, args.keep)
+        options = DemoOptions(
+            args.scenario, args.speed, args.result_file, args.keep, args.report_dir
+        )
         return run_demo(options, sys.stdout)
+    if args.command in ("status", "report", *ACTIONS):
+        return _trial_command(args)
     return 2  # argparse rejects unknown commands before this
 
 

@@ -26,7 +26,9 @@ import yaml
 
 from acceltrial.api.crd import render_crd
 from acceltrial.api.durations import duration_seconds
+from acceltrial.api.report import REPORT_KEY, Report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.cli.render import html_page, markdown
 from acceltrial.demo import progress
 from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, TRIALS, Client, baseline_objects
 from acceltrial.demo.scenario import (
@@ -58,6 +60,8 @@ class DemoOptions:
     result_file: Path | None = None
     keep: bool = False
     """Keep the work folder (operator log, Prometheus data) even when the outcome matched."""
+    report_dir: Path | None = None
+    """Where to write the decision report as report.json, report.md and report.html."""
 
 
 @dataclass
@@ -415,6 +419,12 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
     instances = [spec["baseline"]["instanceType"], spec["candidate"]["instanceType"]]
     for line in progress.economics_lines(status.get("economics"), instances):
         print(line, file=out)
+    report = _report(run, client)
+    for line in _report_lines(run, report):
+        print(line, file=out)
+    if report is not None and options.report_dir is not None:
+        _save_report(report, options.report_dir)
+        print(f"Report written to {options.report_dir}/report.{{json,md,html}}", file=out)
     routing_ok, routing_said = _routing_check(run, client, status)
     print(f"Routing: {routing_said}", file=out)
     matched, said = _matches(run.scenario, status)
@@ -425,6 +435,9 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
                 {
                     "status": status,
                     "route": _route(run, client),
+                    "report": None
+                    if report is None
+                    else report.model_dump(mode="json", by_alias=True, exclude_none=True),
                     "matched": matched and routing_ok,
                     "pids": run.pids,
                 },
@@ -433,6 +446,42 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
             encoding="utf-8",
         )
     return matched and routing_ok
+
+
+def _report(run: Run, client: Client) -> Report | None:
+    name = report_name(run.trial["metadata"]["name"])
+    config_map = client.get(f"/api/v1/namespaces/{run.namespace}/configmaps/{name}") or {}
+    text = (config_map.get("data") or {}).get(REPORT_KEY)
+    return None if not text else Report.model_validate(json.loads(text))
+
+
+def _report_lines(run: Run, report: Report | None) -> list[str]:
+    name = report_name(run.trial["metadata"]["name"])
+    if report is None:
+        return [f"Report: the operator wrote no ConfigMap {name}"]
+    test, work = report.controlled_test, report.workload
+    compatibility = report.compatibility
+    return [
+        f"Report (ConfigMap {run.namespace}/{name}, `acceltrial report {report.trial}` on a "
+        "cluster):",
+        f"  workload: {work.requests_per_second or 0:.1f} req/s, "
+        f"{work.tokens_per_second or 0:.0f} tokens/s, "
+        f"{work.concurrency or 0:.1f} requests in flight",
+        f"  candidate deployed and served traffic: {'yes' if compatibility.deployed else 'no'}; "
+        f"healthy: {'yes' if compatibility.healthy else 'no'}",
+        f"  controlled test: {test.measurements} measurements at weights {test.weights_reached} "
+        f"of {test.planned_weights}; criteria hash {test.criteria_hash}; rollback ready: "
+        f"{'yes' if test.rollback_ready else 'no'}",
+        *(["  GitOps: commit " + ", ".join(report.gitops)] if report.gitops else []),
+    ]
+
+
+def _save_report(report: Report, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    body = report.model_dump(mode="json", by_alias=True, exclude_none=True)
+    (folder / "report.json").write_text(json.dumps(body, indent=2), encoding="utf-8")
+    (folder / "report.md").write_text(markdown(report), encoding="utf-8")
+    (folder / "report.html").write_text(html_page(report), encoding="utf-8")
 
 
 def _route(run: Run, client: Client) -> Manifest | None:

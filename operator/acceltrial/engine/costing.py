@@ -20,8 +20,10 @@ from acceltrial.engine.economics import Comparison, Throughput, VariantInput, co
 from acceltrial.engine.queries import Variant, VariantTarget, preset_template, render
 
 COST_INPUT_PREFIX = "economics:"
-"""Planned queries of the cost model are named like this, never like a criterion."""
+"""Planned queries of the cost model and the report are named like this, never like a criterion."""
 _INPUTS = ("request_rate", "token_rate", "accelerator_utilization")
+OBSERVED_METRICS = (*_INPUTS, "latency_mean", "latency_p50", "latency_p99", "error_ratio")
+"""What every measurement records per variant, for the report."""
 _VARIANTS: tuple[Variant, ...] = ("baseline", "candidate")
 
 
@@ -47,9 +49,10 @@ class CostFigures:
 def plan_cost_inputs(
     analysis: AnalysisSpec, targets: Mapping[Variant, VariantTarget]
 ) -> list[PlannedQuery]:
-    """Instant queries for each variant's request rate, token rate and utilization."""
+    """Instant queries for each variant's request rate, token rate, utilization, latency (mean,
+    p50, p99) and error ratio: the cost model's inputs and the report's side-by-side figures."""
     planned = []
-    for metric in _INPUTS:
+    for metric in OBSERVED_METRICS:
         for variant in _VARIANTS:
             target = targets[variant]
             template = preset_template(analysis.preset, metric, target.accelerator)
@@ -89,6 +92,18 @@ def cost_figures(
     production = inputs["candidate"].observed if production_from == "candidate" else None
     comparison = compare(inputs["baseline"], inputs["candidate"], economics, production)
     return CostFigures(comparison, "; ".join(gaps) or "every input was measured")
+
+
+def observed_values(
+    readings: Mapping[tuple[str, Variant], Reading],
+) -> dict[Variant, dict[str, float | None]]:
+    """Each variant's observed figures (None where not measured)."""
+    return {
+        variant: {
+            m: _value(readings.get((COST_INPUT_PREFIX + m, variant))) for m in OBSERVED_METRICS
+        }
+        for variant in _VARIANTS
+    }
 
 
 def _value(reading: Reading | None) -> float | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
@@ -36,6 +37,7 @@ from acceltrial.api.status import (
 )
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
 from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
+from acceltrial.engine.queries import Variant
 
 UserAction = Literal["pause", "resume", "abort", "promote", "approve"]
 RECENT_RESULTS = 64
@@ -104,6 +106,8 @@ class Measurement:
     results: tuple[CriterionResult, ...] = ()
     economics: EconomicsStatus | None = None
     """The cost comparison of this measurement, kept in status.economics."""
+    observed: Mapping[Variant, Mapping[str, float | None]] | None = None
+    """Per variant, the figures the report shows side by side (request rate, latency, ...)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ idempotent, so a crash or a retry never shifts a weight twice or skips one.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -32,6 +33,7 @@ from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.routing.port import RoutingProblem
 
+LOG = logging.getLogger(__name__)
 ACTION_ANNOTATION = "acceltrial.dev/action"
 USER_ACTIONS = ("pause", "resume", "abort", "promote", "approve")
 TICK_SECONDS = config_from_env().tick_seconds
@@ -63,6 +65,8 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
                 world.execute(step, result.status)
     except (KubeError, RoutingProblem) as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+    if observation.measurement is not None or result.status.phase != status.phase:
+        _report(world, result.status, observation, now)
     patch.status.update(status_patch(body.get("status") or {}, _dump(result.status)))
     _export(trial, result.status, observation)
     for event in result.events:
@@ -81,6 +85,16 @@ def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
             world.execute(action, status)
     except (KubeError, RoutingProblem) as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+
+
+def _report(
+    world: TrialWorld, status: TrialStatus, observation: Observation, now: datetime
+) -> None:
+    """Keep the report current; a failure to write it never holds the trial up."""
+    try:
+        world.write_report(status, observation.measurement, now)
+    except KubeError as error:
+        LOG.warning("could not write the report of %s: %s", world.trial.name, error)
 
 
 def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

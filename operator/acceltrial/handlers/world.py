@@ -45,6 +45,7 @@ from acceltrial.engine.costing import (
     CostFigures,
     VariantResources,
     cost_figures,
+    observed_values,
     plan_cost_inputs,
 )
 from acceltrial.engine.economics import cost_criterion_values, to_status
@@ -61,12 +62,14 @@ from acceltrial.engine.lifecycle import (
     measurement_due,
 )
 from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, VariantTarget
+from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodes import schedulable_problem
 from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
 from acceltrial.providers.metrics.port import collect
 from acceltrial.providers.pricing.sources import price_sources
 from acceltrial.providers.pricing.trial import variant_resources
+from acceltrial.providers.reports.configmap import ConfigMapReports
 from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.replicas import ReplicasRouter
@@ -224,7 +227,8 @@ class TrialWorld:
         measured = production.requests_per_second or production.tokens_per_second
         # Without any measured traffic (Prometheus down, say) the last figures stay.
         economics = to_status(costs.comparison) if measured else None
-        return Measurement(outcome, reason, results, economics)
+        observed = observed_values(collection.readings)
+        return Measurement(outcome, reason, results, economics, observed)
 
     @staticmethod
     def _judge(
@@ -286,6 +290,43 @@ class TrialWorld:
             )
         return client_for(prometheus, secrets)
 
+    # -- reporting -------------------------------------------------------------------------
+
+    def write_report(
+        self, status: TrialStatus, measurement: Measurement | None, now: datetime
+    ) -> None:
+        """Bring the ``<trial>-report`` ConfigMap up to date with this tick."""
+        store = ConfigMapReports(self.kube)
+        targets = self._targets()
+        resources = self._cost_resources()
+        inputs = ReportInputs(
+            spec=self.spec,
+            status=status,
+            trial=self.trial,
+            now=now,
+            measurement=measurement,
+            # Pods serving when measured: after a rollback the candidate has none left.
+            replicas={v: len(t.pods) for v, t in targets.items()} if measurement else None,
+            price_sources={v: r.price_source for v, r in resources.items()},
+            gitops=self._gitops() if status.phase == "Promoted" else None,
+        )
+        store.save(self.trial, update_report(store.load(self.trial), inputs))
+
+    def _gitops(self) -> dict[str, Any]:
+        """What to commit after promotion so Git matches the cluster (else a GitOps tool would
+        put the old weights back): the candidate Deployment and the route as they are now."""
+        manifests: dict[str, Any] = {}
+        deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
+        if deployment is not None:
+            manifests["deployment"] = _committable(deployment)
+        routing = self.spec.traffic.gatewayapi
+        if self.spec.traffic.router == "gatewayapi" and routing is not None:
+            namespace = routing.http_route_ref.namespace or self.trial.namespace
+            route = self.kube.http_route(namespace, routing.http_route_ref.name)
+            if route is not None:
+                manifests["httpRoute"] = _committable(route)
+        return manifests
+
     # -- acting ----------------------------------------------------------------------------
 
     def execute(self, action: Action, status: TrialStatus) -> None:
@@ -324,6 +365,24 @@ def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> Crit
         reason=judgement.reason[:1024],
         at=now,
     )
+
+
+def _committable(manifest: Manifest) -> Manifest:
+    """A live object as it belongs in Git: no status, no server-set metadata."""
+    metadata = manifest.get("metadata", {})
+    kept = {k: metadata[k] for k in ("name", "namespace", "labels", "annotations") if k in metadata}
+    annotations = {
+        k: v for k, v in (kept.get("annotations") or {}).items() if not k.startswith("kubectl.")
+    }
+    kept.pop("annotations", None)
+    if annotations:
+        kept["annotations"] = annotations
+    return {
+        "apiVersion": manifest.get("apiVersion"),
+        "kind": manifest.get("kind"),
+        "metadata": kept,
+        "spec": manifest.get("spec", {}),
+    }
 
 
 def _available(deployment: Manifest) -> bool:

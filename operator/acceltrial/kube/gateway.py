@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -63,6 +64,9 @@ class Kube:
             GATEWAY_GROUP, GATEWAY_VERSION, namespace, HTTPROUTES, name,
         )  # fmt: skip
 
+    def config_map(self, namespace: str, name: str) -> Manifest | None:
+        return _read(self._core.read_namespaced_config_map, name, namespace)
+
     def pods(self, namespace: str, selector: dict[str, str]) -> list[Manifest]:
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
         reply = _call(self._core.list_namespaced_pod, namespace, label_selector=label_selector)
@@ -78,17 +82,33 @@ class Kube:
         )  # fmt: skip
         return list(reply.get("items") or [])
 
+    def trial(self, namespace: str, name: str) -> Manifest | None:
+        return _read(
+            self._custom.get_namespaced_custom_object,
+            TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
+        )  # fmt: skip
+
+    def annotate_trial(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Merge ``annotations`` into a trial's metadata (how people ask for an action)."""
+        _call(
+            self._custom.patch_namespaced_custom_object,
+            TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
+            {"metadata": {"annotations": annotations}},
+            _content_type="application/merge-patch+json",
+        )  # fmt: skip
+
     def secret_value(self, namespace: str, name: str, key: str) -> str | None:
         secret = _read(self._core.read_namespaced_secret, name, namespace)
         encoded = (secret or {}).get("data", {}).get(key)
         return None if encoded is None else base64.b64decode(encoded).decode()
 
     def apply(self, manifest: Manifest) -> Manifest:
-        """Server-side apply of a Deployment or Service we own."""
+        """Server-side apply of a Deployment, Service or ConfigMap we own."""
         name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
         patch = {
             "Deployment": self._apps.patch_namespaced_deployment,
             "Service": self._core.patch_namespaced_service,
+            "ConfigMap": self._core.patch_namespaced_config_map,
         }[manifest["kind"]]
         return _call(
             patch, name, namespace, manifest,
@@ -142,7 +162,7 @@ def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest:
         reply = method(*args, _preload_content=False, **kwargs)
     except ApiException as error:
         raise KubeError(int(error.status or 0), f"HTTP {error.status}: {error.body}") from None
-    except OSError as error:
+    except (OSError, urllib3.exceptions.HTTPError) as error:
         raise KubeError(0, f"the API server cannot be reached: {error}") from None
     body = json.loads(reply.data or b"{}")
     return body if isinstance(body, dict) else {}

@@ -1,0 +1,123 @@
+"""The decision report: what a trial measured and decided, as the JSON kept in the
+``<trial>-report`` ConfigMap (key ``report.json``) and read by ``acceltrial report``.
+
+It answers the evaluation checklist with measured numbers: the workload, cost per useful result,
+whether the candidate ran and stayed healthy, latency and throughput side by side, utilization of
+both accelerators, the migration's payback, and the controlled test itself (criteria fixed before
+start, steps taken, rollback readiness). A promoted trial adds the manifests a GitOps user should
+commit so that Git matches the cluster.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from acceltrial.api.base import ApiModel
+from acceltrial.api.status import Decision, EconomicsStatus, Phase
+
+REPORT_KEY = "report.json"
+TIMELINE_LIMIT = 720
+"""Measurements kept in the timeline (12 h at a 1 m interval); the oldest go first."""
+
+
+def report_name(trial: str) -> str:
+    """Name of the ConfigMap holding a trial's report."""
+    return f"{trial}-report"[:253]
+
+
+class VariantFigures(ApiModel):
+    """One variant as last measured with traffic."""
+
+    instance_type: str
+    replicas: int | None = None
+    requests_per_second: float | None = None
+    tokens_per_second: float | None = None
+    latency_mean: float | None = None
+    latency_p50: float | None = None
+    latency_p99: float | None = None
+    error_ratio: float | None = None
+    utilization: float | None = None
+    price_source: str | None = None
+    """Where the instance price comes from, or why it is unknown."""
+
+
+class Variants(ApiModel):
+    baseline: VariantFigures
+    candidate: VariantFigures
+
+
+class Workload(ApiModel):
+    """The traffic the trial saw, both variants together, at the last measurement."""
+
+    requests_per_second: float | None = None
+    tokens_per_second: float | None = None
+    tokens_per_request: float | None = None
+    concurrency: float | None = None
+    """Requests in flight (Little's law: request rate x mean latency)."""
+
+
+class Point(ApiModel):
+    """One measurement, for the charts."""
+
+    at: datetime
+    step: int
+    weight: int
+    outcome: Literal["Pass", "Fail", "Inconclusive", "Error"]
+    baseline: dict[str, float | None] = Field(default_factory=dict)
+    candidate: dict[str, float | None] = Field(default_factory=dict)
+    """Observed figures by metric name (latency_p99, request_rate, ...), and the projected
+    cost_per_million_tokens / cost_per_thousand_requests."""
+
+
+class CriterionSummary(ApiModel):
+    name: str
+    judged: str
+    """What is compared with what limit, in words."""
+    from_weight: int = 0
+    verdict: str | None = None
+    """The latest verdict."""
+    reason: str | None = None
+
+
+class ControlledTest(ApiModel):
+    criteria_hash: str | None = None
+    """Hash of spec.steps and spec.analysis, frozen when the trial started."""
+    started_at: datetime | None = None
+    criteria: list[CriterionSummary] = Field(default_factory=list)
+    planned_weights: list[int] = Field(default_factory=list)
+    weights_reached: list[int] = Field(default_factory=list)
+    measurements: int = 0
+    rollback_ready: bool = False
+    """The routing as found was recorded before the first change, so it can be restored."""
+
+
+class Compatibility(ApiModel):
+    deployed: bool = False
+    """The candidate's pods ran and served traffic."""
+    healthy: bool = False
+    """It stayed within the error criteria whenever it was judged."""
+    notes: list[str] = Field(default_factory=list)
+
+
+class Report(ApiModel):
+    """The whole report."""
+
+    trial: str
+    namespace: str
+    generated_at: datetime
+    phase: Phase | None = None
+    decision: Decision | None = None
+    workload: Workload = Workload()
+    variants: Variants
+    economics: EconomicsStatus | None = None
+    target_utilization: float | None = None
+    migration_cost: float | None = None
+    compatibility: Compatibility = Compatibility()
+    controlled_test: ControlledTest = ControlledTest()
+    timeline: list[Point] = Field(default_factory=list)
+    gitops: dict[str, Any] | None = None
+    """For a promoted trial: the manifests to commit (the candidate Deployment as the new primary,
+    the HTTPRoute at 100%)."""

@@ -1,0 +1,166 @@
+"""``acceltrial status | report | pause | resume | abort | promote | approve``: trials in the
+cluster of the current kubeconfig context, as kubectl would reach it (also as ``kubectl
+acceltrial ...``). A missing trial or an unreachable cluster is one clear line and exit 1."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from kubernetes import client, config
+from pydantic import ValidationError
+
+from acceltrial.api.report import REPORT_KEY, Report, report_name
+from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.cli.render import html_page, markdown
+from acceltrial.kube.gateway import Kube, KubeError
+
+ACTION_ANNOTATION = "acceltrial.dev/action"
+ACTIONS = ("pause", "resume", "abort", "promote", "approve")
+BAR_WIDTH = 20
+Manifest = dict[str, Any]
+
+
+class CliError(Exception):
+    """Something the user can fix; the message says what."""
+
+
+@dataclass(frozen=True)
+class Target:
+    kube: Kube
+    namespace: str
+
+
+def connect(namespace: str | None) -> Target:
+    """The current kubeconfig context (or in-cluster config), and the namespace to use."""
+    try:
+        config.load_kube_config()  # type: ignore[no-untyped-call]
+        _, context = config.list_kube_config_contexts()  # type: ignore[no-untyped-call]
+        default = (context or {}).get("context", {}).get("namespace") or "default"
+    except (config.ConfigException, OSError) as error:
+        try:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            raise CliError(
+                f"no cluster configured ({error}); set KUBECONFIG or run inside a cluster"
+            ) from None
+        default = "default"
+    return Target(Kube(client.ApiClient()), namespace or default)
+
+
+def _trial(target: Target, name: str) -> Manifest:
+    found: Manifest | None = _ask(lambda: target.kube.trial(target.namespace, name))
+    if found is None:
+        raise CliError(f"AcceleratorTrial {target.namespace}/{name} not found")
+    return found
+
+
+def _ask(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except KubeError as error:
+        if error.status == 0:
+            raise CliError(f"cannot reach the cluster: {error}") from None
+        raise CliError(str(error)) from None
+
+
+def status_rows(trials: Sequence[Manifest], watching: bool) -> list[list[str]]:
+    header = ["NAME", "PHASE", "STEP", "WEIGHT", "VERDICTS", "MESSAGE"]
+    if watching:
+        header.insert(4, "PROGRESS")
+    rows = [header]
+    for trial in trials:
+        status = trial.get("status") or {}
+        steps = len(trial.get("spec", {}).get("steps") or [])
+        row = [
+            trial["metadata"]["name"],
+            str(status.get("phase") or "Pending"),
+            f"{status.get('step') or 0}/{steps}",
+            f"{status.get('canaryWeight') or 0}%",
+            _verdicts(status),
+            str(status.get("message") or "")[:60],
+        ]
+        if watching:
+            row.insert(4, _bar(status, steps))
+        rows.append(row)
+    return rows
+
+
+def _verdicts(status: Manifest) -> str:
+    latest: dict[str, str] = {}
+    for result in status.get("analysis") or []:
+        latest[result["criterion"]] = result["verdict"]
+    return ",".join(f"{name}={verdict}" for name, verdict in latest.items()) or "-"
+
+
+def _bar(status: Manifest, steps: int) -> str:
+    phase = status.get("phase")
+    if phase == "Promoted":
+        done = 1.0
+    elif phase in ("BakingIn", "Promoting"):
+        done = steps / (steps + 1)
+    else:
+        done = max(0, (status.get("step") or 1) - 1) / (steps + 1)
+    filled = round(done * BAR_WIDTH)
+    return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def show_status(
+    target: Target, name: str | None, watch: bool, out: TextIO, interval: float = 2.0
+) -> int:
+    """Print the table once, or, watching, again on every change until the trial ends."""
+    last = ""
+    while True:
+        if name is not None:
+            trials = [_trial(target, name)]
+        else:
+            trials = _ask(lambda: target.kube.trials(target.namespace))
+            if not trials:
+                print(f"no AcceleratorTrial in namespace {target.namespace}", file=out)
+                return 0
+        table = _table(status_rows(trials, watch))
+        if table != last:
+            print(table, file=out, flush=True)
+            last = table
+        ended = all((t.get("status") or {}).get("phase") in TERMINAL_PHASES for t in trials)
+        if not watch or (name is not None and ended):
+            return 0
+        time.sleep(interval)
+
+
+def show_report(target: Target, name: str, output: str, out: TextIO) -> int:
+    _trial(target, name)
+    config_map = _ask(lambda: target.kube.config_map(target.namespace, report_name(name)))
+    text = ((config_map or {}).get("data") or {}).get(REPORT_KEY)
+    if not text:
+        raise CliError(f"trial {target.namespace}/{name} has no report yet (no measurement so far)")
+    try:
+        report = Report.model_validate(json.loads(text))
+    except (ValueError, ValidationError) as error:
+        raise CliError(f"the report ConfigMap {report_name(name)} is unreadable: {error}") from None
+    if output == "json":
+        out.write(json.dumps(report.model_dump(mode="json", by_alias=True), indent=2) + "\n")
+    elif output == "html":
+        out.write(html_page(report))
+    else:
+        out.write(markdown(report))
+    return 0
+
+
+def act(target: Target, name: str, action: str, out: TextIO) -> int:
+    _trial(target, name)
+    _ask(lambda: target.kube.annotate_trial(target.namespace, name, {ACTION_ANNOTATION: action}))
+    print(f"asked trial {target.namespace}/{name} to {action} ({ACTION_ANNOTATION}={action})",
+          file=out)  # fmt: skip
+    return 0

@@ -1,0 +1,237 @@
+"""Building the decision report from what a tick saw and decided. Pure.
+
+The report grows with the trial: each measurement adds a point to the timeline and refreshes the
+side-by-side figures of a variant that had traffic; the rest (decision, economics, the controlled
+test) is rewritten from the status each time, so the last write is the whole story.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from acceltrial.api.report import (
+    TIMELINE_LIMIT,
+    Compatibility,
+    ControlledTest,
+    CriterionSummary,
+    Point,
+    Report,
+    VariantFigures,
+    Variants,
+    Workload,
+)
+from acceltrial.api.spec import Criterion, TrialSpec
+from acceltrial.api.status import CriterionResult, TrialStatus
+from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.economics import migration_total
+from acceltrial.engine.lifecycle import Measurement
+from acceltrial.engine.queries import Variant
+
+_FIGURES = {
+    "request_rate": "requests_per_second",
+    "token_rate": "tokens_per_second",
+    "latency_mean": "latency_mean",
+    "latency_p50": "latency_p50",
+    "latency_p99": "latency_p99",
+    "error_ratio": "error_ratio",
+    "accelerator_utilization": "utilization",
+}
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything one tick knows that the report shows."""
+
+    spec: TrialSpec
+    status: TrialStatus
+    """The status after this tick."""
+    trial: TrialRef
+    now: datetime
+    measurement: Measurement | None = None
+    replicas: Mapping[Variant, int] | None = None
+    price_sources: Mapping[Variant, str] | None = None
+    gitops: dict[str, Any] | None = None
+
+
+def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
+    """The report after this tick, from the previous one (None for the first)."""
+    spec, status = inputs.spec, inputs.status
+    timeline = list(previous.timeline) if previous else []
+    point = _point(inputs)
+    if point is not None:
+        timeline = [*timeline, point][-TIMELINE_LIMIT:]
+    variants = _variants(previous, inputs)
+    economics = spec.economics
+    return Report(
+        trial=inputs.trial.name,
+        namespace=inputs.trial.namespace,
+        generated_at=inputs.now,
+        phase=status.phase,
+        decision=status.decision,
+        workload=_workload(inputs) or (previous.workload if previous else Workload()),
+        variants=variants,
+        economics=status.economics,
+        target_utilization=economics.target_utilization,
+        migration_cost=migration_total(economics.migration_cost),
+        compatibility=_compatibility(spec, status, timeline),
+        controlled_test=_controlled_test(spec, status, timeline),
+        timeline=timeline,
+        gitops=inputs.gitops if status.phase == "Promoted" else None,
+    )
+
+
+def _point(inputs: ReportInputs) -> Point | None:
+    measurement = inputs.measurement
+    if measurement is None or measurement.observed is None:
+        return None
+    first = measurement.results[0] if measurement.results else None
+    step = first.step if first else inputs.status.step or 0
+    weight = first.weight if first else inputs.status.canary_weight or 0
+    values = {v: dict(measurement.observed.get(v, {})) for v in ("baseline", "candidate")}
+    economics = measurement.economics
+    for variant in ("baseline", "candidate"):
+        figures = getattr(economics, variant, None) if economics else None
+        values[variant]["cost_per_million_tokens"] = (
+            figures.projected_cost_per_million_tokens if figures else None
+        )
+        values[variant]["cost_per_thousand_requests"] = (
+            figures.projected_cost_per_thousand_requests if figures else None
+        )
+    return Point(
+        at=inputs.now,
+        step=step,
+        weight=weight,
+        outcome=measurement.outcome,
+        baseline=values["baseline"],
+        candidate=values["candidate"],
+    )
+
+
+def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
+    spec = inputs.spec
+    measurement = inputs.measurement
+    figures: dict[Variant, VariantFigures] = {}
+    instances: dict[Variant, str] = {
+        "baseline": spec.baseline.instance_type,
+        "candidate": spec.candidate.instance_type,
+    }
+    for variant, instance in instances.items():
+        before = getattr(previous.variants, variant) if previous else None
+        current = before or VariantFigures(instance_type=instance)
+        observed = (measurement.observed or {}).get(variant) if measurement else None
+        if observed and observed.get("request_rate"):
+            current = VariantFigures(
+                instance_type=instance,
+                replicas=current.replicas,
+                price_source=current.price_source,
+                **{field: observed.get(metric) for metric, field in _FIGURES.items()},
+            )
+        update: dict[str, Any] = {}
+        if inputs.replicas is not None:
+            update["replicas"] = inputs.replicas.get(variant, current.replicas)
+        if inputs.price_sources is not None:
+            update["price_source"] = inputs.price_sources.get(variant)
+        figures[variant] = current.model_copy(update=update)
+    return Variants(baseline=figures["baseline"], candidate=figures["candidate"])
+
+
+def _workload(inputs: ReportInputs) -> Workload | None:
+    measurement = inputs.measurement
+    if measurement is None or measurement.observed is None:
+        return None
+    at_full = bool(measurement.results) and measurement.results[0].weight == 100
+    # At 100% the baseline's figures are from before the bake: count the candidate only.
+    serving: Sequence[Variant] = ("candidate",) if at_full else ("baseline", "candidate")
+    requests = tokens = concurrency = 0.0
+    for variant in serving:
+        observed = measurement.observed.get(variant) or {}
+        rate = observed.get("request_rate") or 0.0
+        requests += rate
+        tokens += observed.get("token_rate") or 0.0
+        concurrency += rate * (observed.get("latency_mean") or 0.0)
+    if requests == 0:
+        return None
+    return Workload(
+        requests_per_second=requests,
+        tokens_per_second=tokens or None,
+        tokens_per_request=tokens / requests if tokens else None,
+        concurrency=concurrency or None,
+    )
+
+
+def _latest(results: Sequence[CriterionResult]) -> dict[str, CriterionResult]:
+    latest: dict[str, CriterionResult] = {}
+    for result in results:
+        latest[result.criterion] = result
+    return latest
+
+
+def judged(criterion: Criterion) -> str:
+    """What a criterion compares, with its limit, in words."""
+    metric = criterion.metric or "custom query"
+
+    def bounds(low: float | None, high: float | None) -> str:
+        parts = ([f">= {low:g}"] if low is not None else []) + (
+            [f"<= {high:g}"] if high is not None else []
+        )
+        return " and ".join(parts)
+
+    if criterion.absolute is not None:
+        return f"candidate {metric} {bounds(criterion.absolute.min, criterion.absolute.max)}"
+    if criterion.relative is not None:
+        limits = bounds(criterion.relative.min, criterion.relative.max)
+        return f"candidate / baseline {metric} {limits}"
+    test = criterion.statistical
+    assert test is not None
+    return (
+        f"{metric}: no significant {test.direction} beyond {test.allowed_change:.0%} "
+        f"(Mann-Whitney, {test.confidence:.0%} confidence)"
+    )
+
+
+def _controlled_test(
+    spec: TrialSpec, status: TrialStatus, timeline: Sequence[Point]
+) -> ControlledTest:
+    latest = _latest(status.analysis or [])
+    criteria = [
+        CriterionSummary(
+            name=c.name,
+            judged=judged(c),
+            from_weight=c.from_weight,
+            verdict=latest[c.name].verdict if c.name in latest else None,
+            reason=latest[c.name].reason if c.name in latest else None,
+        )
+        for c in spec.analysis.criteria
+    ]
+    reached = sorted({p.weight for p in timeline})
+    return ControlledTest(
+        criteria_hash=status.criteria_hash,
+        started_at=status.started_at,
+        criteria=criteria,
+        planned_weights=[s.weight for s in spec.steps],
+        weights_reached=reached,
+        measurements=len(timeline),
+        rollback_ready=status.original is not None,
+    )
+
+
+def _compatibility(
+    spec: TrialSpec, status: TrialStatus, timeline: Sequence[Point]
+) -> Compatibility:
+    served = [p for p in timeline if (p.candidate.get("request_rate") or 0) > 0]
+    error_criteria = {c.name for c in spec.analysis.criteria if c.metric == "error_ratio"}
+    failed = [
+        r for r in status.analysis or [] if r.criterion in error_criteria and r.verdict == "Fail"
+    ]
+    notes = []
+    if not served:
+        notes.append("the candidate served no measured request")
+    if failed:
+        notes.append(f"error criterion failed: {failed[-1].reason}")
+    worst = max((p.candidate.get("error_ratio") or 0 for p in served), default=None)
+    if worst is not None:
+        notes.append(f"highest candidate error ratio measured: {worst:.2%}")
+    return Compatibility(deployed=bool(served), healthy=bool(served) and not failed, notes=notes)

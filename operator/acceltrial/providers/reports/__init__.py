@@ -1,0 +1,1 @@
+"""Where decision reports are kept: the report port and its ConfigMap adapter."""

@@ -469,6 +469,27 @@ class EconomicsSpec(ApiModel):
     """One-off cost of the migration, for the payback time."""
 
 
+class S3Destination(ApiModel):
+    """An S3 location for the final report (written with the operator's IRSA role, which needs
+    s3:PutObject on it)."""
+
+    bucket: Annotated[str, Pattern(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                                   "an S3 bucket name (3-63 lowercase letters, digits, . and -)",
+                                   63)]  # fmt: skip
+    """Bucket name."""
+    prefix: str = Field(default="", max_length=512)
+    """Key prefix; the report is written to <prefix><namespace>/<trial>/report.json."""
+    region: AwsRegion | None = None
+    """The bucket's region; defaults to the operator's."""
+
+
+class ReportSpec(ApiModel):
+    """Where the decision report goes besides the <trial>-report ConfigMap."""
+
+    s3: S3Destination | None = None
+    """Upload the report to S3 when the trial ends."""
+
+
 class TrialSpec(ApiModel):
     """What to trial, how to move traffic, how to judge it and what it costs."""
 
@@ -508,5 +529,7 @@ class TrialSpec(ApiModel):
     """What happens after the last step passes."""
     economics: EconomicsSpec = EconomicsSpec()
     """How cost per useful result is computed."""
+    report: ReportSpec | None = None
+    """Where the decision report goes besides the <trial>-report ConfigMap."""
     progress_deadline: Duration = "10m"
     """How long the candidate may take to become Available before the trial rolls back."""

@@ -31,6 +31,7 @@ from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.providers.reports.s3 import ReportUploadError
 from acceltrial.providers.routing.port import RoutingProblem
 
 LOG = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ def _report(
     """Keep the report current; a failure to write it never holds the trial up."""
     try:
         world.write_report(status, observation.measurement, now)
-    except KubeError as error:
+    except (KubeError, ReportUploadError) as error:
         LOG.warning("could not write the report of %s: %s", world.trial.name, error)
 
 

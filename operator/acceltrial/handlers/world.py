@@ -70,6 +70,7 @@ from acceltrial.providers.metrics.port import collect
 from acceltrial.providers.pricing.sources import price_sources
 from acceltrial.providers.pricing.trial import variant_resources
 from acceltrial.providers.reports.configmap import ConfigMapReports
+from acceltrial.providers.reports.s3 import S3Reports
 from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.replicas import ReplicasRouter
@@ -310,7 +311,11 @@ class TrialWorld:
             price_sources={v: r.price_source for v, r in resources.items()},
             gitops=self._gitops() if status.phase == "Promoted" else None,
         )
-        store.save(self.trial, update_report(store.load(self.trial), inputs))
+        report = update_report(store.load(self.trial), inputs)
+        store.save(self.trial, report)
+        destination = self.spec.report.s3 if self.spec.report else None
+        if destination is not None and status.phase in TERMINAL_PHASES:
+            S3Reports().upload(destination, self.trial, report)
 
     def _gitops(self) -> dict[str, Any]:
         """What to commit after promotion so Git matches the cluster (else a GitOps tool would

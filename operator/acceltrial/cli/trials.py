@@ -16,11 +16,11 @@ from pydantic import ValidationError
 from acceltrial.api.report import REPORT_KEY, Report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.cli.render import html_page, markdown
+from acceltrial.demo import progress
 from acceltrial.kube.gateway import Kube, KubeError
 
 ACTION_ANNOTATION = "acceltrial.dev/action"
 ACTIONS = ("pause", "resume", "abort", "promote", "approve")
-BAR_WIDTH = 20
 Manifest = dict[str, Any]
 
 
@@ -97,15 +97,7 @@ def _verdicts(status: Manifest) -> str:
 
 
 def _bar(status: Manifest, steps: int) -> str:
-    phase = status.get("phase")
-    if phase == "Promoted":
-        done = 1.0
-    elif phase in ("BakingIn", "Promoting"):
-        done = steps / (steps + 1)
-    else:
-        done = max(0, (status.get("step") or 1) - 1) / (steps + 1)
-    filled = round(done * BAR_WIDTH)
-    return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
+    return progress.bar(progress.progress(status, steps))
 
 
 def _table(rows: list[list[str]]) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from acceltrial.api.base import ApiModel
 from acceltrial.api.durations import Duration, duration_seconds
@@ -28,11 +28,7 @@ class ScenarioError(Exception):
     """The scenario cannot be run; the message names each field at fault."""
 
 
-class _Model(ApiModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class TrialSource(_Model):
+class TrialSource(ApiModel):
     """The AcceleratorTrial to run: a file (relative to the scenario) or inline, then a patch."""
 
     file: str | None = None
@@ -49,26 +45,26 @@ class TrialSource(_Model):
         return self
 
 
-class Tokens(_Model):
+class Tokens(ApiModel):
     prompt: int = Field(default=512, ge=0)
     """Prompt (prefill) tokens per request."""
     generated: int = Field(default=200, ge=1)
     """Generated tokens per request."""
 
 
-class Gateway(_Model):
+class Gateway(ApiModel):
     honors_weights: bool = True
     """false: a gateway that ignores backendRefs weights (everything to the first backend)."""
 
 
-class FleetTraffic(_Model):
+class FleetTraffic(ApiModel):
     rps: float = Field(gt=0)
     """Requests per second offered in all, split by what the cluster holds."""
     tokens: Tokens = Tokens()
     gateway: Gateway = Gateway()
 
 
-class Latency(_Model):
+class Latency(ApiModel):
     p50: float = Field(gt=0)
     """Median end-to-end latency at low load, in seconds."""
     p99: float = Field(gt=0)
@@ -81,14 +77,14 @@ class Latency(_Model):
         return self
 
 
-class Utilization(_Model):
+class Utilization(ApiModel):
     idle: float = Field(default=0.0, ge=0, le=1)
     """Accelerator utilization with no load (0..1)."""
     at_capacity: float = Field(default=0.95, gt=0, le=1)
     """Utilization when the replica serves capacityRps (0..1)."""
 
 
-class VariantProfile(_Model):
+class VariantProfile(ApiModel):
     latency: Latency
     capacity_rps: float = Field(gt=0)
     """Requests per second one replica serves at most; latency grows as load nears it."""
@@ -97,12 +93,12 @@ class VariantProfile(_Model):
     utilization: Utilization = Utilization()
 
 
-class Variants(_Model):
+class Variants(ApiModel):
     baseline: VariantProfile
     candidate: VariantProfile
 
 
-class When(_Model):
+class When(ApiModel):
     weight: int | None = Field(default=None, ge=1, le=100)
     """Active while the variant gets at least this percentage of the requests."""
     after: Duration | None = None
@@ -115,7 +111,7 @@ class When(_Model):
         return self
 
 
-class Regression(_Model):
+class Regression(ApiModel):
     variant: Literal["baseline", "candidate"]
     when: When
     latency_factor: float = Field(default=1.0, gt=0)
@@ -124,24 +120,24 @@ class Regression(_Model):
     """Share of 5xx responses while the regression is active."""
 
 
-class Outage(_Model):
+class Outage(ApiModel):
     from_: Duration = Field(alias="from")
     """How long after the trial is applied Prometheus stops."""
     to: Duration
     """When it is back."""
 
 
-class PrometheusOptions(_Model):
+class PrometheusOptions(ApiModel):
     outage: Outage | None = None
 
 
-class Baseline(_Model):
+class Baseline(ApiModel):
     replicas: int = Field(default=2, ge=1)
     """Pods of the GPU Deployment the demo installs."""
     image: str = "vllm/vllm-openai:v0.11.0"
 
 
-class Expect(_Model):
+class Expect(ApiModel):
     phase: Phase
     """The phase the trial must end in."""
     step: int | None = Field(default=None, ge=0)
@@ -150,7 +146,7 @@ class Expect(_Model):
     """Text the decision's reason must contain."""
 
 
-class Scenario(_Model):
+class Scenario(ApiModel):
     """One demo run."""
 
     description: str

@@ -298,7 +298,6 @@ class TrialWorld:
     ) -> None:
         """Bring the ``<trial>-report`` ConfigMap up to date with this tick."""
         store = ConfigMapReports(self.kube)
-        targets = self._targets()
         resources = self._cost_resources()
         inputs = ReportInputs(
             spec=self.spec,
@@ -307,7 +306,7 @@ class TrialWorld:
             now=now,
             measurement=measurement,
             # Pods serving when measured: after a rollback the candidate has none left.
-            replicas={v: len(t.pods) for v, t in targets.items()} if measurement else None,
+            replicas={v: len(t.pods) for v, t in self._targets().items()} if measurement else None,
             price_sources={v: r.price_source for v, r in resources.items()},
             gitops=self._gitops() if status.phase == "Promoted" else None,
         )

@@ -11,12 +11,11 @@ service discovery attaches them, so the presets' queries select them as in produ
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -26,6 +25,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from acceltrial.engine.candidate import VARIANT_LABEL
+from acceltrial.engine.queries import Variant
 from acceltrial.sandbox.fleet.model import ReplicaRates, ServingProfile, serve
 from acceltrial.sandbox.fleet.traffic import (
     ClusterView,
@@ -37,8 +38,6 @@ from acceltrial.sandbox.fleet.traffic import (
 )
 
 LOG = logging.getLogger(__name__)
-Variant = Literal["baseline", "candidate"]
-VARIANT_LABEL = "acceltrial.dev/variant"
 # Fine buckets (10% apart) so histogram_quantile() lands within a few percent of the truth;
 # real vLLM buckets are coarser, which only widens that error.
 BUCKETS = tuple(round(0.001 * 1.1**i, 6) for i in range(124))
@@ -345,4 +344,4 @@ def _families(pods: Sequence[tuple[str, _Pod]], model: str) -> Iterator[Metric]:
 
 
 def _le(bound: float) -> str:
-    return repr(bound) if not math.isinf(bound) else "+Inf"
+    return repr(bound)

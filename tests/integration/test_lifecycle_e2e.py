@@ -61,6 +61,7 @@ PROFILES = {
     ("hpa", "candidate"): Profile(),
     ("hpa-abort", "baseline"): Profile(),
     ("hpa-abort", "candidate"): Profile(),
+    ("no-metrics", "baseline"): Profile(),
     ("crash", "baseline"): Profile(),
     ("crash", "candidate"): Profile(median=0.24),
     ("crash-regress", "baseline"): Profile(),
@@ -600,3 +601,28 @@ def test_a_rollback_during_the_bake_gives_the_autoscaler_back_unchanged(
     assert not candidate_exists(api, "hpa-abort") or eventually(
         lambda: not candidate_exists(api, "hpa-abort"), timeout=10
     )
+
+
+def test_a_criterion_the_baseline_cannot_answer_stops_the_trial_before_any_traffic_moves(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    ghost = (
+        'sum(rate(llm_requests_failed_total{namespace="{{namespace}}", pod=~"{{pods}}"}'
+        "[{{interval}}]))"
+    )
+    criteria = [
+        {"name": "errors", "metric": "error_ratio", "absolute": {"max": 0.01}},
+        {"name": "failed-requests", "query": ghost, "absolute": {"max": 1}},
+    ]
+    path = start(api, "no-metrics", prometheus_url, progressDeadline="20s",
+                 analysis={"criteria": criteria})  # fmt: skip
+    status = wait_for(api, path, ("Failed",), timeout=90)
+    message = status["message"]
+    assert "criterion failed-requests" in message
+    assert "it returned nothing (an empty result)" in message
+    assert 'llm_requests_failed_total{namespace="no-metrics"' in message, "the rendered query"
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert "criterion failed-requests" in degraded["message"]
+    assert "criterion errors" not in message, message
+    assert backend_refs(api, "no-metrics") == [ROUTE], "no traffic ever moved"
+    assert not candidate_exists(api, "no-metrics"), "nothing was deployed"

@@ -403,7 +403,8 @@ def _weight_never_exceeds_the_step(spec: TrialSpec, result: TickResult) -> None:
         else:
             assert after.step is not None
             assert set_weight.weight == spec.steps[after.step - 1].weight
-    if after.phase in ("Progressing", "Paused") and after.step:
+    paused_bake = after.phase == "Paused" and after.canary_weight == 100
+    if after.phase in ("Progressing", "Paused") and after.step and not paused_bake:
         assert after.canary_weight == spec.steps[after.step - 1].weight
 
 
@@ -450,3 +451,14 @@ def test_a_baseline_still_rolling_out_is_waited_for_then_fails_past_the_deadline
     assert result.status.phase == "Failed"
     assert "after waiting 5m" in (result.status.message or "")
     assert result.actions == ()
+
+
+def test_a_bake_paused_on_missing_data_resumes_as_a_bake() -> None:
+    driver = Driver(make_spec(promotion={"bakeTime": "10m"}))
+    driver.run_until("BakingIn")
+    driver.tick(outcome="Inconclusive")
+    driver.tick(outcome="Inconclusive")
+    assert (driver.status.phase, driver.status.canary_weight) == ("Paused", 100)
+    driver.tick(outcome=None, action="resume")
+    assert driver.status.phase == "BakingIn"
+    assert driver.weights()[-1] == 100

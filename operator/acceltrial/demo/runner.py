@@ -346,18 +346,16 @@ def _watch(
     user = ScriptedUser(run.scenario.actions, speed)
     aborted = False
     last: Manifest = {}
+    outage_origin: float | None = None if outage and outage.from_phase else applied
     while True:
         elapsed = time.monotonic() - applied
-        if down_at is not None and elapsed >= down_at and prometheus.process is not None:
+        # Seconds since the outage's origin; -1 while its phase has not been seen.
+        since = -1.0 if outage_origin is None else time.monotonic() - outage_origin
+        if down_at is not None and since >= down_at and prometheus.process is not None:
             prometheus.stop()
             run.say("Prometheus stopped (the scenario's outage): queries will fail")
             down_at = None
-        if (
-            up_at is not None
-            and down_at is None
-            and elapsed >= up_at
-            and prometheus.process is None
-        ):
+        if up_at is not None and down_at is None and since >= up_at and prometheus.process is None:
             prometheus.start()
             run.say("Prometheus is back")
             up_at = None
@@ -368,6 +366,8 @@ def _watch(
             return last
         last = body = body or {}
         status = body.get("status") or {}
+        if outage_origin is None and outage and status.get("phase") == outage.from_phase:
+            outage_origin = time.monotonic()
         seen.report(run, status, fleet)
         ended = status.get("phase") in TERMINAL_PHASES
         if ended and run.report is None:

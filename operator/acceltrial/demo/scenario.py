@@ -124,9 +124,12 @@ class Regression(ApiModel):
 
 class Outage(ApiModel):
     from_: Duration = Field(alias="from")
-    """How long after the trial is applied Prometheus stops."""
+    """How long after the trial is applied (or after fromPhase) Prometheus stops."""
     to: Duration
-    """When it is back."""
+    """When it is back, counted from the same moment."""
+    from_phase: Phase | None = None
+    """Count from when the trial is first seen in this phase (e.g. Progressing: after preflight,
+    which checks that every query answers) instead of from when it is applied."""
 
 
 class PrometheusOptions(ApiModel):

@@ -319,7 +319,9 @@ class _Tick:
             counts = self.status.counts or AnalysisCounts()
             # Resuming grants a fresh allowance of inconclusive measurements.
             self._update(pause_reason=None, counts=counts.model_copy(update={"inconclusive": 0}))
-            self._enter("Progressing", "resumed by a person")
+            # A bake paused on missing data resumes as a bake: all traffic is still there.
+            baking = self.status.canary_weight == 100
+            self._enter("BakingIn" if baking else "Progressing", "resumed by a person")
         elif not awaiting and self.obs.action == "promote":
             self._update(pause_reason=None)
             self._advance()
@@ -341,7 +343,7 @@ class _Tick:
         self._update(canary_weight=100, step_started_at=self.obs.now, counts=AnalysisCounts())
         self._enter(
             "BakingIn",
-            f"all traffic on the candidate ({promotion.replicas} replicas); baking for "
+            f"all traffic on the candidate ({_replicas(promotion.replicas)}); baking for "
             f"{self.spec.promotion.bake_time}",
         )
 
@@ -527,6 +529,10 @@ class _Tick:
             decided = self.status.decision.reason if self.status.decision else message
             return self._condition(conditions, "Degraded", "True", decided)
         return remove_condition(conditions, "Degraded")
+
+
+def _replicas(count: int) -> str:
+    return "1 replica" if count == 1 else f"{count} replicas"
 
 
 def _seconds(duration: str) -> timedelta:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
@@ -37,7 +37,6 @@ from acceltrial.engine.analysis import (
 )
 from acceltrial.engine.candidate import (
     PROMOTED_BY_LABEL,
-    TRIAL_LABEL,
     TrialRef,
     candidate_labels,
     candidate_name,
@@ -68,9 +67,11 @@ from acceltrial.engine.lifecycle import (
     UserAction,
     measurement_due,
 )
+from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
 from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, VariantTarget
 from acceltrial.engine.report import ReportInputs, update_report
+from acceltrial.engine.targets import baseline_pods, variant_target
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodes import schedulable_problem
 from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
@@ -202,17 +203,18 @@ class TrialWorld:
         baseline = self.kube.deployment(namespace, self.baseline_name)
         if baseline is None:
             return (f"baseline Deployment {namespace}/{self.baseline_name} not found",), ()
-        waits = (
-            ()
-            if _available(baseline)
-            else (f"baseline Deployment {self.baseline_name} is not Available",)
-        )
+        waits: tuple[str, ...] = ()
+        if not _available(baseline):
+            waits = (f"baseline Deployment {self.baseline_name} is not Available",)
         problems = []
         if self.kube.service(namespace, self.baseline_service_name) is None:
             problems.append(f"baseline Service {namespace}/{self.baseline_service_name} not found")
         problems += self.router.problems()
         problems += self._capacity_problems()
         problems += self._competing_trials()
+        if not problems and not waits:
+            # Before any traffic moves: the criteria must be measurable on the baseline.
+            waits = tuple(self.metric_problems(datetime.now(UTC)))
         return tuple(problems), waits
 
     def _capacity_problems(self) -> list[str]:
@@ -298,21 +300,31 @@ class TrialWorld:
         namespace = self.trial.namespace
         baseline = self.kube.deployment(namespace, self.baseline_name) or {}
         selector = baseline.get("spec", {}).get("selector", {}).get("matchLabels") or {}
-        # Pods of this trial's candidate can match the baseline's selector (replicas router).
-        baseline_pods = [
-            p
-            for p in self.kube.pods(namespace, selector)
-            if _labels(p).get(TRIAL_LABEL) != self.trial.name
-        ]
-        candidate_pods = self.kube.pods(namespace, candidate_labels(self.trial))
+        nodes = self.kube.nodes()
         return {
-            "baseline": VariantTarget(
-                "baseline", namespace, self.baseline_name, _names(baseline_pods), "gpu"
+            "baseline": variant_target(
+                "baseline", namespace, self.baseline_name,
+                baseline_pods(self.kube.pods(namespace, selector), self.trial.name),
+                nodes=nodes, accelerator="gpu",
             ),
-            "candidate": VariantTarget(
-                "candidate", namespace, candidate_name(self.trial), _names(candidate_pods), "neuron"
+            "candidate": variant_target(
+                "candidate", namespace, candidate_name(self.trial),
+                self.kube.pods(namespace, candidate_labels(self.trial)),
+                nodes=nodes, accelerator="neuron",
             ),
-        }
+        }  # fmt: skip
+
+    def metric_problems(self, now: datetime) -> list[str]:
+        """Every criterion's query run for the baseline: what cannot be judged, and why."""
+        targets = self._targets()
+        try:
+            planned = plan_check(self.spec.analysis, targets, ("baseline",))
+        except TemplateError as error:
+            return [f"a query cannot be rendered: {error}"]
+        interval = timedelta(seconds=duration_seconds(self.spec.analysis.interval))
+        window = MeasurementWindow(now - interval, now, max(1.0, interval.total_seconds() / 4))
+        readings = collect(planned, self._prometheus(), window).readings
+        return unjudgeable(answers(planned, readings))
 
     def _prometheus(self) -> Any:
         prometheus = self.spec.analysis.prometheus

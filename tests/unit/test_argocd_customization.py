@@ -11,6 +11,8 @@ return. The objects in testdata/ were recorded from real demo runs of every phas
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +166,25 @@ def test_a_script_using_the_string_library_fails_as_in_argo_cd(tmp_path: Path) -
 
 def _name(action: dict[str, Any]) -> str:
     return str(action["name"])
+
+
+@pytest.mark.parametrize("values", [False, True], ids=["argocd-cm", "helm-values"])
+def test_argocd_cm_keys_carry_the_scripts_unchanged(values: bool) -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts/argocd_cm.py"
+    printed = subprocess.run(
+        [sys.executable, str(script), *(["--values"] if values else [])],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    document = yaml.safe_load(printed)
+    data = document["configs"]["cm"] if values else document["data"]
+    key = "acceltrial.dev_AcceleratorTrial"
+    assert (
+        data[f"resource.customizations.health.{key}"] == (CUSTOMIZATION / "health.lua").read_text()
+    )
+    actions = yaml.safe_load(data[f"resource.customizations.actions.{key}"])
+    assert actions["discovery.lua"] == (ACTIONS / "discovery.lua").read_text()
+    assert {d["name"]: d["action.lua"] for d in actions["definitions"]} == {
+        p.parent.name: p.read_text() for p in ACTIONS.glob("*/action.lua")
+    }

@@ -9,10 +9,10 @@ annotation) to
 ``integrations/argocd/resource_customizations/acceltrial.dev/AcceleratorTrial/testdata/``.
 The health check, the resource actions and the kstatus conditions are tested on these files.
 
-Usage (about 5 minutes; run it again after a change to the status the operator writes, then
+Usage (about 2-3 minutes; run it again after a change to the status the operator writes, then
 review the diff and the messages in health_test.yaml):
 
-    .venv/bin/python scripts/record_trial_phases.py [--only RUN ...] [--actions-only]
+    .venv/bin/python scripts/record_trial_phases.py [--only RUN ...] [--actions-only] [--out DIR]
 """
 
 from __future__ import annotations
@@ -165,15 +165,19 @@ def main() -> int:
         action="store_true",
         help="only rewrite the actions' expected outputs from the recorded trials",
     )
+    parser.add_argument(
+        "--out", type=Path, default=TESTDATA, help="write here instead (to compare, not commit)"
+    )
     args = parser.parse_args()
     runs = [r for r in RUNS if not args.actions_only and (not args.only or r.name in args.only)]
-    TESTDATA.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     for run in runs:
         recorded = record(run)
         for name, obj in sorted(recorded.items()):
-            write(name, obj, run)
+            write(args.out / f"{name}.yaml", obj, run)
         print(f"{run.name}: {', '.join(sorted(recorded))}", flush=True)
-    write_action_outputs()
+    if args.out == TESTDATA:
+        write_action_outputs()
     return 0
 
 
@@ -285,7 +289,8 @@ def _pending_action(obj: Object) -> bool:
     return ACTION in ((obj.get("metadata") or {}).get("annotations") or {})
 
 
-def write(name: str, obj: Object, run: Run) -> None:
+def write(path: Path, obj: Object, run: Run) -> None:
+    name = path.stem
     clean = _stripped(obj)
     header = (
         f"# Recorded by scripts/record_trial_phases.py from `acceltrial demo` run {run.name!r}\n"
@@ -297,7 +302,7 @@ def write(name: str, obj: Object, run: Run) -> None:
         f"# status.analysis keeps its newest {KEPT_RESULTS} results; the demo's Prometheus "
         "address\n# is put back to the trial's.\n"
     )
-    (TESTDATA / f"{name}.yaml").write_text(header + yaml.safe_dump(clean, sort_keys=False))
+    path.write_text(header + yaml.safe_dump(clean, sort_keys=False))
 
 
 def _stripped(obj: Object) -> Object:

@@ -4,7 +4,7 @@ Flux health checks and cli-utils-based tools (kpt, kapply) compute a resource's 
 cli-utils' kstatus: Reconciling=True is InProgress, Stalled=True is Failed, otherwise Ready
 decides. The Go program beside this file calls ``status.Compute`` of the real library on the
 trials recorded from demo runs (the Argo CD test data); it is built once per session (the
-first build downloads the module and compiles k8s.io/api: a minute or two).
+first build downloads the modules and compiles k8s.io/api: 36 s from empty caches here).
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def kstatus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     binary = tmp_path_factory.mktemp("kstatus") / "kstatus"
     # go.sum pins every module; the local toolchain builds it (no toolchain download).
     env = os.environ | {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0"}
+    if "HOME" not in env and "GOCACHE" not in env:  # Go keeps its caches under HOME by default
+        caches = tmp_path_factory.mktemp("go")
+        env |= {"GOPATH": str(caches), "GOCACHE": str(caches / "build")}
     built = subprocess.run(
         [go, "build", "-mod=readonly", "-o", str(binary), "."],
         cwd=HERE,

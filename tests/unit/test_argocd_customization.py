@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-lua51 = pytest.importorskip("lupa.lua51", reason="lupa (the test extra) runs the Lua scripts")
+from lupa import lua51
 
 CUSTOMIZATION = (
     Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ Flux health checks and cli-utils-based tools (kpt, kapply) compute a resource's 
 cli-utils' kstatus: Reconciling=True is InProgress, Stalled=True is Failed, otherwise Ready
 decides. The Go program beside this file calls ``status.Compute`` of the real library on the
 trials recorded from demo runs (the Argo CD test data); it is built once per session (the
-first build downloads the modules and compiles k8s.io/api: 36 s from empty caches here).
+first build downloads the modules and compiles k8s.io/api: 36-106 s from empty caches here).
 """
 
 from __future__ import annotations

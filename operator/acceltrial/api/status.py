@@ -36,7 +36,8 @@ class Condition(ApiModel):
     """A condition in the shape of metav1.Condition (kstatus-compatible)."""
 
     type: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$", max_length=316)
-    """Ready, Progressing, Degraded, or a specific one such as SpecChangeRejected."""
+    """Ready, Progressing, Degraded, Reconciling, Stalled, or a specific one such as
+    SpecChangeRejected."""
     status: Literal["True", "False", "Unknown"]
     """Whether the condition holds."""
     observed_generation: int | None = Field(default=None, ge=0)
@@ -227,4 +228,7 @@ class TrialStatus(ApiModel):
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)
-    """Ready, Progressing, Degraded and specific conditions, with observedGeneration."""
+    """Ready, Progressing, Degraded; kstatus' Reconciling (True while the operator moves the trial
+    on) and Stalled (True when only a person can: an invalid spec, RolledBack, Failed, Aborted,
+    paused on inconclusive data, a refused spec change), absent otherwise; and specific conditions
+    such as SpecChangeRejected; each with observedGeneration. See docs/gitops.md."""

@@ -52,6 +52,7 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
         return  # invalid: the admission handler reports it, and nothing is touched
     spec, status, trial = loaded
     if status.phase in TERMINAL_PHASES:
+        _observe_edit(body, patch, status)
         return
     world = TrialWorld(cast(Kube, memo.kube), spec, trial)
     action = _user_action(body)
@@ -72,6 +73,14 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
     _export(trial, result.status, observation)
     for event in result.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+
+
+def _observe_edit(body: kopf.Body, patch: kopf.Patch, status: TrialStatus) -> None:
+    """An ended trial acts on no edit, but records that it saw it: kstatus and Argo CD read a
+    status.observedGeneration behind metadata.generation as a trial still in progress."""
+    generation = body.meta.get("generation")
+    if generation is not None and status.observed_generation != generation:
+        patch.status["observedGeneration"] = generation
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)

@@ -67,12 +67,12 @@ MetricName = Literal[
 ]
 
 
+PLACEHOLDER_MESSAGE = "a query template may use only the placeholders"
+
+
 def _placeholder_rule() -> dict[str, str]:
     escaped = QUERY_TEMPLATE_PATTERN.replace("\\", "\\\\")  # CEL string literal escapes
-    return cel(
-        f"self.matches('{escaped}')",
-        f"a query template may use only the placeholders {PLACEHOLDER_HINT}",
-    )
+    return cel(f"self.matches('{escaped}')", f"{PLACEHOLDER_MESSAGE} {PLACEHOLDER_HINT}")
 
 
 class ObjectRef(ApiModel):

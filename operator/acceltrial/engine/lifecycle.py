@@ -166,6 +166,9 @@ class Observation:
     """Bounds of the HorizontalPodAutoscaler recorded in status.original.hpa (while promoting)."""
     measurement: Measurement | None = None
     action: UserAction | None = None
+    refused: str | None = None
+    """A request the API server refused for good (400, 403, 404, 422), with what was being
+    done: the trial ends instead of retrying forever."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,9 @@ class _Tick:
     # -- phases ----------------------------------------------------------------------------
 
     def _step(self, phase: Phase) -> None:
+        if self.obs.refused is not None and phase != "RollingBack":
+            self._refused(phase, self.obs.refused)
+            return
         if self.obs.action == "abort" and phase != "RollingBack":
             self._roll_back("abort", "aborted by a person (acceltrial.dev/action: abort)")
             return
@@ -259,6 +265,16 @@ class _Tick:
             "RollingBack": self._rolling_back,
         }
         handlers[phase]()
+
+    def _refused(self, phase: Phase, refusal: str) -> None:
+        reason = f"the API server refused a request (retrying cannot help): {refusal}"
+        if phase in ("Pending", "Preflight"):
+            # Nothing was routed yet; a candidate half-created by the refused tick goes.
+            self.actions.append(RemoveCandidate())
+            self._update(decision=self._decision("rollback", reason))
+            self._enter("Failed", f"{reason}; routing was never changed")
+        else:
+            self._roll_back("rollback", reason)
 
     def _pending(self) -> None:
         self._update(criteria_hash=criteria_hash(self.spec), started_at=self.obs.now)

@@ -401,7 +401,14 @@ class TrialWorld:
     # -- acting ----------------------------------------------------------------------------
 
     def execute(self, action: Action, status: TrialStatus) -> None:
-        """Apply one action; each is idempotent, so a retry after a crash is harmless."""
+        """Apply one action; each is idempotent, so a retry after a crash is harmless. A refusal
+        says which action it stopped."""
+        try:
+            self._execute(action, status)
+        except KubeError as error:
+            raise error.doing(_describe(action, candidate_name(self.trial))) from None
+
+    def _execute(self, action: Action, status: TrialStatus) -> None:
         namespace, name = self.trial.namespace, candidate_name(self.trial)
         if isinstance(action, DeployCandidate):
             baseline = self.kube.deployment(namespace, self.baseline_name)
@@ -440,6 +447,22 @@ class TrialWorld:
             candidate = candidate_name(self.trial)
             target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": candidate}
         self.kube.set_autoscaler_target(self.trial.namespace, recorded.name, target)
+
+
+def _describe(action: Action, candidate: str) -> str:
+    """What an action does, for a refusal's message."""
+    said: dict[type, str] = {
+        DeployCandidate: f"creating the candidate Deployment and Service {candidate}",
+        SetWeight: "moving traffic",
+        RestoreRouting: "restoring the routing",
+        RemoveCandidate: f"removing the candidate {candidate}",
+        ScaleBaselineToZero: "scaling the baseline to zero",
+        ScaleCandidate: f"scaling the candidate {candidate}",
+        RetargetAutoscaler: "pointing the HorizontalPodAutoscaler at the candidate",
+        RestoreAutoscaler: "pointing the HorizontalPodAutoscaler back at the baseline",
+        HandOverCandidate: f"handing over the candidate {candidate}",
+    }
+    return said.get(type(action), type(action).__name__)
 
 
 def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> CriterionResult:

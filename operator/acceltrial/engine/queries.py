@@ -103,6 +103,11 @@ def _increase(metric: str) -> str:
     return f"sum(increase({metric}{_selector()}{_WINDOW}))"
 
 
+def _scrapes(counter: str) -> str:
+    # The fewest scrapes any of the variant's series holds in the window.
+    return f"min(count_over_time({counter}{_selector()}{_WINDOW}))"
+
+
 def _quantile(quantile: str, histogram: str) -> str:
     buckets = f"{histogram}_bucket{_selector()}{_WINDOW}"
     return f"histogram_quantile({quantile}, sum by (le) (rate({buckets})))"
@@ -127,6 +132,7 @@ _VLLM = {
     "ttft_p99": _quantile("0.99", "vllm:time_to_first_token_seconds"),
     "itl_p99": _quantile("0.99", "vllm:inter_token_latency_seconds"),
     "request_rate": _rate("vllm:request_success_total"),
+    "scrapes": _scrapes("vllm:request_success_total"),
     "token_rate": _rate("vllm:generation_tokens_total"),
     # vLLM's OpenAI server counts responses by status class (prometheus-fastapi-instrumentator).
     "error_ratio": _rate("http_requests_total", 'status=~"5.."')
@@ -139,6 +145,7 @@ _TGI = {
     "ttft_p99": _quantile("0.99", "tgi_request_queue_duration"),
     "itl_p99": _quantile("0.99", "tgi_request_mean_time_per_token_duration"),
     "request_rate": _rate("tgi_request_success"),
+    "scrapes": _scrapes("tgi_request_success"),
     "token_rate": _rate("tgi_request_generated_tokens_sum"),
     "error_ratio": f"({_rate('tgi_request_count')} - {_rate('tgi_request_success')})"
     f" / {_rate('tgi_request_count')}",
@@ -149,9 +156,15 @@ _UTILIZATION: dict[Accelerator, str] = {
     # DCGM exporter with Kubernetes pod mapping; DCGM_FI_DEV_GPU_UTIL is a percentage.
     "gpu": f"avg(DCGM_FI_DEV_GPU_UTIL{_selector()}) / 100",
 }
+_UTILIZATION_OVER_WINDOW: dict[Accelerator, str] = {
+    "neuron": f"avg(avg_over_time(neuroncore_utilization_ratio{_selector()}{_WINDOW}))",
+    "gpu": f"avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{_selector()}{_WINDOW})) / 100",
+}
 PRESETS: dict[str, dict[str, str]] = {"vllm": _VLLM, "tgi": _TGI}
 COST_METRICS = frozenset({"cost_per_million_tokens", "cost_per_thousand_requests"})
 REQUESTS_METRIC = "requests"
+SCRAPES_METRIC = "scrapes"
+"""Scrapes of the request counter in the window: how much evidence a rate() rests on."""
 
 
 def preset_template(preset: str, metric: str, accelerator: Accelerator) -> str:
@@ -162,3 +175,9 @@ def preset_template(preset: str, metric: str, accelerator: Accelerator) -> str:
     if queries is None or metric not in queries:
         raise TemplateError(f"preset {preset!r} has no query for metric {metric!r}")
     return queries[metric]
+
+
+def utilization_over_window(accelerator: Accelerator) -> str:
+    """Accelerator utilization averaged over the window, as a rate is: the cost model divides
+    throughput by it, so both must describe the same span."""
+    return _UTILIZATION_OVER_WINDOW[accelerator]

@@ -27,13 +27,15 @@ class Load:
     core: int
     samples: list[float] = field(default_factory=list)
 
-    def summary(self) -> str:
-        if not self.samples:
+    def summary(self, since: int = 0) -> str:
+        """The hog and the load averages sampled from sample ``since`` on."""
+        samples = self.samples[since:]
+        if not samples:
             return f"CPU hog on core {self.core}; no load sample taken"
         return (
             f"CPU hog on core {self.core} of {os.cpu_count()}; 1-minute load average over "
-            f"{len(self.samples)} samples: min {min(self.samples):.2f}, mean "
-            f"{statistics.fmean(self.samples):.2f}, max {max(self.samples):.2f}"
+            f"{len(samples)} samples: min {min(samples):.2f}, mean "
+            f"{statistics.fmean(samples):.2f}, max {max(samples):.2f}"
         )
 
 

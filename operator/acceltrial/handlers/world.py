@@ -8,7 +8,7 @@ nothing itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -83,6 +83,8 @@ class TrialWorld:
     kube: Kube
     spec: TrialSpec
     trial: TrialRef
+    measured_pods: dict[Variant, int] | None = field(default=None, init=False)
+    """Pods each variant had when this tick's measurement ran, before any action scaled them."""
 
     @property
     def baseline_name(self) -> str:
@@ -206,6 +208,7 @@ class TrialWorld:
         cost_window = CostWindow(now, interval, weight, status.step_started_at, baking)
         from_steps = status.economics.baseline_from_steps if status.economics else None
         targets = self._targets()
+        self.measured_pods = {v: len(t.pods) for v, t in targets.items()}
         try:
             planned = plan(analysis, targets, weight) + plan_cost_inputs(analysis, targets)
         except TemplateError as error:
@@ -296,8 +299,8 @@ class TrialWorld:
             trial=self.trial,
             now=now,
             measurement=measurement,
-            # Pods serving when measured: after a rollback the candidate has none left.
-            replicas={v: len(t.pods) for v, t in self._targets().items()} if measurement else None,
+            # Pods serving when measured, not after this tick's actions scaled or removed them.
+            replicas=self.measured_pods if measurement else None,
             price_sources={v: r.price_source for v, r in resources.items()},
             gitops=self._gitops() if status.phase == "Promoted" else None,
         )

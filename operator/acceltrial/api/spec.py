@@ -412,6 +412,10 @@ class PromotionSpec(ApiModel):
     bake_time: Duration = "10m"
     """How long 100% of traffic stays on the candidate, with analysis running and the baseline
     warm, before the baseline is scaled to zero."""
+    max_replicas: int | None = Field(default=None, ge=1, le=1000)
+    """Upper bound on the candidate's replicas at promotion. Before all traffic moves, the
+    candidate is scaled to the replicas production needs (projected from its measured capacity
+    per replica and economics.targetUtilization) and at least candidate.replicas; this caps it."""
 
 
 class ExplicitPrices(ApiModel):

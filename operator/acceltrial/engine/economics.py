@@ -302,6 +302,7 @@ def variant_status(cost: VariantCost) -> VariantEconomics:
         projected_cost_per_million_tokens=cost.projected_per_million_tokens,
         projected_cost_per_thousand_requests=cost.projected_per_thousand_requests,
         utilization=cost.utilization,
+        projected_replicas=cost.projected_replicas,
     )
 
 

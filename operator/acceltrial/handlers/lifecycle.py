@@ -82,7 +82,7 @@ def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     spec, status, trial = loaded
     world = TrialWorld(cast(Kube, memo.kube), spec, trial)
     try:
-        for action in on_delete(status):
+        for action in on_delete(status, world.candidate_handed_over()):
             world.execute(action, status)
     except (KubeError, RoutingProblem) as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error

@@ -8,6 +8,7 @@ nothing itself.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -18,6 +19,7 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
     CriterionResult,
+    HpaOriginal,
     OriginalRouting,
     SampleCounts,
     TrialStatus,
@@ -31,7 +33,8 @@ from acceltrial.engine.analysis import (
     round_outcome,
 )
 from acceltrial.engine.candidate import (
-    VARIANT_LABEL,
+    PROMOTED_BY_LABEL,
+    TRIAL_LABEL,
     TrialRef,
     candidate_labels,
     candidate_name,
@@ -50,15 +53,20 @@ from acceltrial.engine.costing import (
 from acceltrial.engine.lifecycle import (
     Action,
     DeployCandidate,
+    HandOverCandidate,
     Measurement,
     Observation,
     RemoveCandidate,
+    RestoreAutoscaler,
     RestoreRouting,
+    RetargetAutoscaler,
     ScaleBaselineToZero,
+    ScaleCandidate,
     SetWeight,
     UserAction,
     measurement_due,
 )
+from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, VariantTarget
 from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.kube.gateway import Kube, KubeError
@@ -107,6 +115,7 @@ class TrialWorld:
                 baseline_service=self.baseline_service_name,
                 candidate_service=candidate_name(self.trial),
                 port=routing.port,
+                trial=f"{self.trial.namespace}/{self.trial.name}",
             )
         return ReplicasRouter(
             self.kube, self.trial.namespace, self.baseline_name, candidate_name(self.trial)
@@ -122,49 +131,89 @@ class TrialWorld:
         action: UserAction | None,
     ) -> Observation:
         phase = status.phase
-        problems = tuple(self.preflight()) if phase == "Preflight" else ()
+        problems, waits = self.preflight() if phase == "Preflight" else ((), ())
         routing = None
-        if phase == "Preflight" and not problems and status.original is None:
+        if phase == "Preflight" and not problems and not waits and status.original is None:
             routing = self._snapshot()
         observed_weight = None
         if phase in ("Progressing", "Paused", "BakingIn") and status.step:
             observed_weight = self.router.weight()
         measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
+        candidate = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
         return Observation(
             now=now,
             generation=generation,
             preflight_problems=problems,
+            preflight_waits=waits,
             routing=routing,
             observed_weight=observed_weight,
-            candidate_available=self.candidate_available(),
+            candidate_available=candidate is not None and _available(candidate),
+            candidate_available_replicas=_available_replicas(candidate),
+            autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,
         )
 
     def _snapshot(self) -> OriginalRouting:
-        """The routing as found, with the baseline's replicas to remember across promotion."""
+        """The routing as found, with the baseline's replicas and autoscaler to remember across
+        promotion."""
         baseline = self.kube.deployment(self.trial.namespace, self.baseline_name) or {}
         replicas = baseline.get("spec", {}).get("replicas")
         routing = self.router.snapshot()
         if routing.baseline_replicas is None and isinstance(replicas, int):
             routing = routing.model_copy(update={"baseline_replicas": replicas})
+        hpa = self._baseline_autoscaler()
+        if hpa is not None:
+            routing = routing.model_copy(update={"hpa": hpa})
         return routing
 
-    def preflight(self) -> list[str]:
-        """Everything that prevents the trial from starting; nothing is changed."""
+    def _baseline_autoscaler(self) -> HpaOriginal | None:
+        """The HorizontalPodAutoscaler that scales the baseline Deployment, if one does."""
+        for hpa in self.kube.autoscalers(self.trial.namespace):
+            target = hpa.get("spec", {}).get("scaleTargetRef") or {}
+            if target.get("kind") == "Deployment" and target.get("name") == self.baseline_name:
+                return HpaOriginal(name=hpa["metadata"]["name"], scale_target_ref=target)
+        return None
+
+    def _autoscaler(self, status: TrialStatus) -> AutoscalerBounds | None:
+        recorded = status.original.hpa if status.original else None
+        if recorded is None:
+            return None
+        hpa = self.kube.autoscaler(self.trial.namespace, recorded.name)
+        if hpa is None:
+            return None
+        spec = hpa.get("spec", {})
+        return AutoscalerBounds(
+            recorded.name, int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 1))
+        )
+
+    def candidate_handed_over(self) -> bool:
+        """Whether the candidate Deployment exists and no longer belongs to this trial."""
+        deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
+        if deployment is None:
+            return False
+        owners = deployment.get("metadata", {}).get("ownerReferences") or []
+        return all(owner.get("uid") != self.trial.uid for owner in owners)
+
+    def preflight(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What prevents the trial from starting, and what it waits for (a baseline still rolling
+        out, as when GitOps applies it together with the trial); nothing is changed."""
         namespace = self.trial.namespace
         baseline = self.kube.deployment(namespace, self.baseline_name)
         if baseline is None:
-            return [f"baseline Deployment {namespace}/{self.baseline_name} not found"]
+            return (f"baseline Deployment {namespace}/{self.baseline_name} not found",), ()
+        waits = (
+            ()
+            if _available(baseline)
+            else (f"baseline Deployment {self.baseline_name} is not Available",)
+        )
         problems = []
-        if not _available(baseline):
-            problems.append(f"baseline Deployment {self.baseline_name} is not Available")
         if self.kube.service(namespace, self.baseline_service_name) is None:
             problems.append(f"baseline Service {namespace}/{self.baseline_service_name} not found")
         problems += self.router.problems()
         problems += self._capacity_problems()
         problems += self._competing_trials()
-        return problems
+        return tuple(problems), waits
 
     def _capacity_problems(self) -> list[str]:
         candidate = self.spec.candidate
@@ -191,10 +240,6 @@ class TrialWorld:
             f"trial {name} already runs on baseline {self.baseline_name}; one trial per baseline"
             for name in others
         ]
-
-    def candidate_available(self) -> bool:
-        deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
-        return deployment is not None and _available(deployment)
 
     def measure(self, status: TrialStatus, now: datetime) -> Measurement:
         weight = status.canary_weight or 0
@@ -247,8 +292,11 @@ class TrialWorld:
         namespace = self.trial.namespace
         baseline = self.kube.deployment(namespace, self.baseline_name) or {}
         selector = baseline.get("spec", {}).get("selector", {}).get("matchLabels") or {}
+        # Pods of this trial's candidate can match the baseline's selector (replicas router).
         baseline_pods = [
-            p for p in self.kube.pods(namespace, selector) if VARIANT_LABEL not in _labels(p)
+            p
+            for p in self.kube.pods(namespace, selector)
+            if _labels(p).get(TRIAL_LABEL) != self.trial.name
         ]
         candidate_pods = self.kube.pods(namespace, candidate_labels(self.trial))
         return {
@@ -302,7 +350,7 @@ class TrialWorld:
             # Pods serving when measured, not after this tick's actions scaled or removed them.
             replicas=self.measured_pods if measurement else None,
             price_sources={v: r.price_source for v, r in resources.items()},
-            gitops=self._gitops() if status.phase == "Promoted" else None,
+            gitops=self._gitops(status) if status.phase == "Promoted" else None,
         )
         report = update_report(store.load(self.trial), inputs)
         store.save(self.trial, report)
@@ -310,19 +358,26 @@ class TrialWorld:
         if destination is not None and status.phase in TERMINAL_PHASES:
             S3Reports().upload(destination, self.trial, report)
 
-    def _gitops(self) -> dict[str, Any]:
+    def _gitops(self, status: TrialStatus) -> dict[str, Any]:
         """What to commit after promotion so Git matches the cluster (else a GitOps tool would
-        put the old weights back): the candidate Deployment and the route as they are now."""
-        manifests: dict[str, Any] = {}
-        deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
-        if deployment is not None:
-            manifests["deployment"] = _committable(deployment)
+        put the old weights back, or scale the baseline up again): the candidate Deployment and
+        Service, the route, the re-targeted autoscaler and the baseline at zero, as they are."""
+        namespace, name = self.trial.namespace, candidate_name(self.trial)
+        hpa = status.original.hpa if status.original else None
+        found = {
+            "deployment": self.kube.deployment(namespace, name),
+            "service": self.kube.service(namespace, name),
+            "horizontalPodAutoscaler": hpa and self.kube.autoscaler(namespace, hpa.name),
+            "baselineDeployment": self.kube.deployment(namespace, self.baseline_name),
+        }
         routing = self.spec.traffic.gatewayapi
         if self.spec.traffic.router == "gatewayapi" and routing is not None:
-            namespace = routing.http_route_ref.namespace or self.trial.namespace
-            route = self.kube.http_route(namespace, routing.http_route_ref.name)
-            if route is not None:
-                manifests["httpRoute"] = _committable(route)
+            route_namespace = routing.http_route_ref.namespace or namespace
+            found["httpRoute"] = self.kube.http_route(route_namespace, routing.http_route_ref.name)
+        manifests = {key: _committable(obj) for key, obj in found.items() if obj}
+        if hpa is not None and "deployment" in manifests:
+            # The autoscaler owns the replica count; a count in Git would fight it.
+            manifests["deployment"]["spec"].pop("replicas", None)
         return manifests
 
     # -- acting ----------------------------------------------------------------------------
@@ -346,6 +401,27 @@ class TrialWorld:
             self.kube.delete("Deployment", namespace, name)
         elif isinstance(action, ScaleBaselineToZero):
             self.kube.scale(namespace, self.baseline_name, 0)
+        elif isinstance(action, ScaleCandidate):
+            self.kube.scale(namespace, name, action.replicas)
+        elif isinstance(action, RetargetAutoscaler | RestoreAutoscaler):
+            self._point_autoscaler(action, status)
+        elif isinstance(action, HandOverCandidate):
+            promoted_by = {PROMOTED_BY_LABEL: self.trial.name}
+            for kind in ("Deployment", "Service"):
+                self.kube.release(kind, namespace, name, self.trial.uid, promoted_by)
+            self.router.release()
+
+    def _point_autoscaler(
+        self, action: RetargetAutoscaler | RestoreAutoscaler, status: TrialStatus
+    ) -> None:
+        recorded = status.original.hpa if status.original else None
+        if recorded is None:
+            return
+        target = recorded.scale_target_ref
+        if isinstance(action, RetargetAutoscaler):
+            candidate = candidate_name(self.trial)
+            target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": candidate}
+        self.kube.set_autoscaler_target(self.trial.namespace, recorded.name, target)
 
 
 def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> CriterionResult:
@@ -379,13 +455,19 @@ def _committable(manifest: Manifest) -> Manifest:
         "apiVersion": manifest.get("apiVersion"),
         "kind": manifest.get("kind"),
         "metadata": kept,
-        "spec": manifest.get("spec", {}),
+        "spec": copy.deepcopy(manifest.get("spec", {})),
     }
 
 
 def _available(deployment: Manifest) -> bool:
     conditions = deployment.get("status", {}).get("conditions") or []
     return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
+
+
+def _available_replicas(deployment: Manifest | None) -> int:
+    if deployment is None:
+        return 0
+    return int((deployment.get("status") or {}).get("availableReplicas") or 0)
 
 
 def _labels(obj: Manifest) -> dict[str, str]:

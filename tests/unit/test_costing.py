@@ -65,8 +65,16 @@ def test_the_plan_asks_each_variant_for_rates_and_utilization_with_the_preset() 
         }
     )
     planned = {(q.criterion, q.variant): q.promql for q in plan_cost_inputs(analysis, TARGETS)}
-    assert len(planned) == 14, "7 figures per variant: rates, utilization, latency, errors"
+    assert len(planned) == 18, "9 per variant: rates, utilization, latency, errors, evidence"
     assert "DCGM_FI_DEV_GPU_UTIL" in planned[("economics:accelerator_utilization", "baseline")]
+    # Utilization over the same window as the rates it divides.
+    assert "avg_over_time(" in planned[("economics:accelerator_utilization", "baseline")]
+    scrapes = planned[("economics:scrapes", "baseline")]
+    assert "count_over_time(vllm:request_success_total" in scrapes
+    assert (
+        "increase(vllm:e2e_request_latency_seconds_count"
+        in planned[("economics:requests", "candidate")]
+    )
     assert (
         "neuroncore_utilization_ratio"
         in planned[("economics:accelerator_utilization", "candidate")]

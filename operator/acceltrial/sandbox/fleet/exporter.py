@@ -4,8 +4,11 @@ the real servers' metric names.
 Every ``tick_seconds`` the fleet re-reads the cluster (pods, Services, the HTTPRoute), splits the
 total request rate, and advances each Ready pod's counters by what its variant's model serves
 in that time: expected values, not random draws, so what Prometheus computes can be checked
-against the profile. Pods carry ``namespace`` and ``pod`` labels, as Prometheus' Kubernetes
-service discovery attaches them, so the presets' queries select them as in production.
+against the profile. A scrape first serves the time since the last tick at the current rates and
+stamps every sample with that moment, so counters are as current as a real server's however late
+a busy machine runs the tick (stale counters read 12 req/s as 21 over a short ``rate()`` window).
+Pods carry ``namespace`` and ``pod`` labels, as Prometheus' Kubernetes service discovery attaches
+them, so the presets' queries select them as in production.
 """
 
 from __future__ import annotations
@@ -129,10 +132,12 @@ class Fleet(Collector):
         spec: FleetSpec,
         clock: Callable[[], float] = time.monotonic,
         reader: Callable[[str, Entry], ClusterView] = read_cluster,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.api_url = api_url
         self.spec = spec
         self._clock = clock
+        self._wall_clock = wall_clock
         self._read = reader
         self._pods: dict[str, _Pod] = {}
         self._first_served: dict[Variant, float] = {}
@@ -149,8 +154,7 @@ class Fleet(Collector):
         offered = split(view, self.spec.entry, self.spec.rps)
         now = self._clock()
         with self._lock:
-            elapsed = 0.0 if self._last is None else now - self._last
-            self._last = now
+            self._serve_until(now)
             self._sync_pods(view)
             shares = self._shares(offered)
             for name, pod in self._pods.items():
@@ -158,6 +162,13 @@ class Fleet(Collector):
                 pod.rates = serve(profile, offered.get(name, 0.0))
                 if pod.rates.offered > 0:
                     self._first_served.setdefault(pod.variant, now)
+
+    def _serve_until(self, now: float) -> None:
+        """Advance every pod's counters at its current rates up to ``now``."""
+        elapsed = 0.0 if self._last is None else max(0.0, now - self._last)
+        self._last = now
+        for pod in self._pods.values():
+            if pod.rates is not None:
                 self._accumulate(pod, pod.rates, elapsed)
 
     def _sync_pods(self, view: ClusterView) -> None:
@@ -265,8 +276,12 @@ class Fleet(Collector):
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            pods = sorted(self._pods.items())
-            yield from _families(pods, self.spec.model_name)
+            self._serve_until(self._clock())
+            families = list(_families(sorted(self._pods.items()), self.spec.model_name))
+            stamp = self._wall_clock()
+        for family in families:
+            family.samples = [sample._replace(timestamp=stamp) for sample in family.samples]
+        yield from families
 
 
 def _accelerator(pod: Manifest) -> tuple[str, int]:

@@ -110,3 +110,14 @@ def test_an_unknown_price_or_missing_traffic_is_inconclusive_with_the_cause() ->
     assert judgement.verdict == "Inconclusive"
     assert "the baseline's instance price is unknown (not in the table)" in judgement.reason
     assert "the candidate served no measured traffic" in judgement.reason
+
+
+def test_a_custom_preset_plans_no_server_queries_for_the_cost_model() -> None:
+    """preset: custom has no request or token queries: planning must not fail every
+    measurement; only utilization (from the exporters) is asked for."""
+    analysis = AnalysisSpec.model_validate({
+        "interval": "1m", "prometheus": {"address": "http://p:9090"}, "preset": "custom",
+        "criteria": [{"name": "q", "query": "vector(1)", "absolute": {"max": 2}}],
+    })  # fmt: skip
+    planned = plan_cost_inputs(analysis, TARGETS)
+    assert {q.criterion for q in planned} == {"economics:accelerator_utilization"}

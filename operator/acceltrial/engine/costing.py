@@ -40,6 +40,7 @@ from acceltrial.engine.economics import (
 )
 from acceltrial.engine.queries import (
     COST_METRICS,
+    PRESETS,
     REQUESTS_METRIC,
     SCRAPES_METRIC,
     Variant,
@@ -112,8 +113,10 @@ def plan_cost_inputs(
             target = targets[variant]
             if metric == "accelerator_utilization":
                 template = utilization_over_window(target.accelerator)
-            else:
+            elif metric in PRESETS.get(analysis.preset, {}):
                 template = preset_template(analysis.preset, metric, target.accelerator)
+            else:
+                continue  # preset: custom has no server queries; those figures stay unknown
             promql = render(template, target, analysis.interval)
             planned.append(
                 PlannedQuery(f"{COST_INPUT_PREFIX}{metric}", variant, promql, "instant", False)

@@ -182,13 +182,20 @@ def _zero_if_absent(expression: str) -> str:
     return f"({expression} or vector(0))"
 
 
-def _per_pod(aggregate: str, metric: str, by_instance: bool = False) -> str:
+def _per_pod(
+    aggregate: str, metric: str, by_instance: bool = False, over_window: bool = False
+) -> str:
     """``aggregate`` of a per-device metric of the variant's pods, from the first label shape
-    that answers; by instance id last, for exporters without pod labels."""
-    shapes = [f"{aggregate}({metric}{_selector(labels=labels)})" for labels in _POD_LABELS]
+    that answers; by instance id last, for exporters without pod labels. ``over_window``
+    averages each series over the window first (as a rate() spans it)."""
+    selectors = [_selector(labels=labels) for labels in _POD_LABELS]
     if by_instance:
-        shapes.append(f'{aggregate}({metric}{{instance_id=~"{{{{instances}}}}"}})')
-    return "(" + " or ".join(shapes) + ")"
+        selectors.append('{instance_id=~"{{instances}}"}')
+    series = [
+        f"avg_over_time({metric}{selector}{_WINDOW})" if over_window else f"{metric}{selector}"
+        for selector in selectors
+    ]
+    return "(" + " or ".join(f"{aggregate}({one})" for one in series) + ")"
 
 
 _VLLM = {
@@ -225,8 +232,8 @@ _UTILIZATION: dict[Accelerator, str] = {
     "gpu": _per_pod("avg", "DCGM_FI_DEV_GPU_UTIL") + " / 100",
 }
 _UTILIZATION_OVER_WINDOW: dict[Accelerator, str] = {
-    "neuron": f"avg(avg_over_time(neuroncore_utilization_ratio{_selector()}{_WINDOW}))",
-    "gpu": f"avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{_selector()}{_WINDOW})) / 100",
+    "neuron": _per_pod("avg", "neuroncore_utilization_ratio", by_instance=True, over_window=True),
+    "gpu": _per_pod("avg", "DCGM_FI_DEV_GPU_UTIL", over_window=True) + " / 100",
 }
 PRESETS: dict[str, dict[str, str]] = {"vllm": _VLLM, "tgi": _TGI}
 COST_METRICS = frozenset({"cost_per_million_tokens", "cost_per_thousand_requests"})

@@ -5,7 +5,8 @@ with: the model container's image replaced; ``nvidia.com/gpu`` removed and
 ``aws.amazon.com/neuroncore`` (or ``aws.amazon.com/neuron``) requested; GPU node pinning replaced
 by a node selector on the candidate's instance type; the GPU taint toleration replaced by the
 ``aws.amazon.com/neuron`` one (``operator: Exists``); ``NEURON_RT_NUM_CORES`` and
-``NEURON_COMPILED_ARTIFACTS`` set; the trial's labels added; and finally the user's ``podTemplatePatch`` merged (RFC 7386).
+``NEURON_COMPILED_ARTIFACTS`` set; the trial's labels added; and finally the user's
+``podTemplatePatch`` merged (RFC 7386).
 
 Labels decide who routes to the candidate. With the ``gatewayapi`` router its pods drop the
 baseline Service's selector labels, so the baseline Service never sends them traffic; with the

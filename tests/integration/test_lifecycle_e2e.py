@@ -457,7 +457,7 @@ def candidate_objects(api: Api, namespace: str) -> tuple[dict[str, Any], dict[st
 
 def delete_trial(api: Api, path: str) -> None:
     assert api.delete(path).status == 200
-    eventually(lambda: api.get(path).status == 404, timeout=30)
+    eventually(lambda: api.get(path).status == 404, timeout=60)
 
 
 def ready_pods(api: Api, namespace: str, selector: str) -> int:

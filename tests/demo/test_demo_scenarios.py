@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from acceltrial.api.spec import EconomicsSpec
 from acceltrial.engine.economics import Throughput, VariantInput, compare
 from acceltrial.providers.pricing.catalog import bundled_catalog
+from tests.cli.browser import screenshot
 from tests.conftest import REPO, TOOLS_BIN
 from tests.demo.test_scenario_files import SHIPPED
 
@@ -37,11 +39,12 @@ def test_the_scenario_ends_as_expected(name: str, tmp_path: Path) -> None:
     env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(
         [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", name,
-         "--result-file", str(result_file)],
+         "--result-file", str(result_file), "--report-dir", str(tmp_path / "report")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "matched" in done.stdout
+    assert_told_in_order(done.stdout)
     result = json.loads(result_file.read_text())
     status = result["status"]
     refs = result["route"]["spec"]["rules"][0]["backendRefs"]
@@ -52,9 +55,22 @@ def test_the_scenario_ends_as_expected(name: str, tmp_path: Path) -> None:
         assert refs == status["original"]["httpRoute"]["backendRefs"], "routing as found"
     if name in ("promote", "low-utilization"):
         assert_report_economics_recompute(result["report"], status)
+    if shutil.which("chromium"):
+        screenshot(tmp_path / "report" / "report.html", f"report-demo-{name}")
     assert result["pids"], "the demo reports what it started"
     for what, pid in result["pids"].items():
         assert not alive(pid), f"{what} (pid {pid}) still runs after the demo"
+
+
+def assert_told_in_order(stdout: str) -> None:
+    """The measurement that decided comes before the rollback it caused; the bar only grows."""
+    lines = stdout.splitlines()
+    measured = [i for i, line in enumerate(lines) if "] measurement at " in line]
+    bars = [lines[i].count("#") for i in measured]
+    assert bars == sorted(bars), "the progress bar never goes backwards"
+    rolling = next((i for i, line in enumerate(lines) if "  RollingBack: " in line), None)
+    if rolling is not None:
+        assert all(i < rolling for i in measured), "a measurement printed after RollingBack"
 
 
 def assert_report_economics_recompute(report: dict[str, Any], status: dict[str, Any]) -> None:

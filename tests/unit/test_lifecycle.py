@@ -152,6 +152,9 @@ def test_preflight_failure_changes_nothing() -> None:
     assert [a for a in driver.actions() if not isinstance(a, ClearUserAction)] == []
     assert condition(driver.status, "Degraded") == ("True", "Failed")
     assert "llama3-gpu not found" in (driver.status.message or "")
+    decision = driver.status.decision
+    assert decision is not None
+    assert decision.verdict == "none", "nothing was deployed, so nothing was rolled back"
 
 
 def test_a_failed_measurement_rolls_back_and_restores_routing() -> None:

@@ -210,7 +210,7 @@ class _Tick:
     def _preflight(self) -> None:
         if self.obs.preflight_problems:
             reason = "; ".join(self.obs.preflight_problems)
-            self._update(decision=self._decision("rollback", f"preflight failed: {reason}"))
+            self._update(decision=self._decision("none", f"preflight failed: {reason}"))
             self._enter("Failed", f"preflight failed, nothing was changed: {reason}")
             return
         original = self.status.original or self.obs.routing
@@ -383,7 +383,9 @@ class _Tick:
     def _update(self, **changes: object) -> None:
         self.status = self.status.model_copy(update=changes)
 
-    def _decision(self, verdict: Literal["promote", "rollback", "abort"], reason: str) -> Decision:
+    def _decision(
+        self, verdict: Literal["promote", "rollback", "abort", "none"], reason: str
+    ) -> Decision:
         return Decision(verdict=verdict, reason=reason, at=self.obs.now)
 
     def _spec_changed(self) -> bool:

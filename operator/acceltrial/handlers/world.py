@@ -49,6 +49,7 @@ from acceltrial.engine.costing import (
     plan_cost_inputs,
 )
 from acceltrial.engine.economics import cost_criterion_values, to_status
+from acceltrial.engine.gitops import committable
 from acceltrial.engine.lifecycle import (
     Action,
     DeployCandidate,
@@ -322,13 +323,13 @@ class TrialWorld:
         manifests: dict[str, Any] = {}
         deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
         if deployment is not None:
-            manifests["deployment"] = _committable(deployment)
+            manifests["deployment"] = committable(deployment)
         routing = self.spec.traffic.gatewayapi
         if self.spec.traffic.router == "gatewayapi" and routing is not None:
             namespace = routing.http_route_ref.namespace or self.trial.namespace
             route = self.kube.http_route(namespace, routing.http_route_ref.name)
             if route is not None:
-                manifests["httpRoute"] = _committable(route)
+                manifests["httpRoute"] = committable(route)
         return manifests
 
     # -- acting ----------------------------------------------------------------------------
@@ -369,24 +370,6 @@ def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> Crit
         reason=judgement.reason[:1024],
         at=now,
     )
-
-
-def _committable(manifest: Manifest) -> Manifest:
-    """A live object as it belongs in Git: no status, no server-set metadata."""
-    metadata = manifest.get("metadata", {})
-    kept = {k: metadata[k] for k in ("name", "namespace", "labels", "annotations") if k in metadata}
-    annotations = {
-        k: v for k, v in (kept.get("annotations") or {}).items() if not k.startswith("kubectl.")
-    }
-    kept.pop("annotations", None)
-    if annotations:
-        kept["annotations"] = annotations
-    return {
-        "apiVersion": manifest.get("apiVersion"),
-        "kind": manifest.get("kind"),
-        "metadata": kept,
-        "spec": manifest.get("spec", {}),
-    }
 
 
 def _available(deployment: Manifest) -> bool:

@@ -311,10 +311,10 @@ def _svg(figure: Figure) -> str:
     return text[text.index("<svg") :]  # drop the XML prolog and DOCTYPE: inline in HTML
 
 
-def _times(timeline: Sequence[Point]) -> tuple[list[float], str]:
-    """x positions since the first measurement, in seconds or, for long trials, minutes."""
-    start = timeline[0].at
-    seconds = [(p.at - start).total_seconds() for p in timeline]
+def _times(moments: Sequence[datetime]) -> tuple[list[float], str]:
+    """x positions since the first moment, in seconds or, for long trials, minutes."""
+    start = moments[0]
+    seconds = [(at - start).total_seconds() for at in moments]
     if seconds[-1] > 600:
         return [s / 60 for s in seconds], "minutes"
     return seconds, "seconds"
@@ -338,7 +338,11 @@ def _scale(metric: str) -> tuple[float, str]:
 
 
 def _criterion_chart(
-    report: Report, criterion: CriterionSummary, xs: Sequence[float], unit: str
+    report: Report,
+    criterion: CriterionSummary,
+    xs: Sequence[float],
+    span: Sequence[float],
+    unit: str,
 ) -> str | None:
     """The criterion's metric per variant at the measurements that judged it, with its limit;
     None when no judged measurement has a value."""
@@ -356,7 +360,7 @@ def _criterion_chart(
     }  # fmt: skip
     if not any(series.values()):
         return None
-    figure, axis = plt.subplots(figsize=(8, 3))
+    figure, axis = plt.subplots(figsize=(10, 3))
     for variant, points in series.items():
         if points:
             axis.plot(*zip(*points, strict=True), marker="o", markersize=3, label=variant,
@@ -365,7 +369,7 @@ def _criterion_chart(
     tops += _draw_limit(axis, criterion, series["baseline"], factor)
     _mark_beyond(axis, criterion, series, factor)
     _step_lines(axis, timeline, xs)
-    _same_x_range(axis, xs)
+    _same_x_range(axis, span)
     # From zero: a small gap between two variants must look small.
     axis.set_ylim(0, max([*tops, 0.0]) * 1.15 or 1)
     axis.set_ylabel(label)
@@ -446,10 +450,18 @@ def charts(report: Report) -> list[tuple[str, str]]:
     timeline = report.timeline
     if not timeline:
         return []
-    xs, unit = _times(timeline)
-    figure, axis = plt.subplots(figsize=(8, 2.2))
-    axis.step(xs, [p.weight for p in timeline], where="post", color=COLOURS["candidate"])
-    _same_x_range(axis, xs)
+    # The weight the trial ended at (0 after a rollback, 100 once promoted), when it ended.
+    ending = {"Promoted": 100, "RolledBack": 0, "Aborted": 0}.get(str(report.phase))
+    moments = [p.at for p in timeline]
+    weights = [p.weight for p in timeline]
+    if ending is not None and report.generated_at > moments[-1]:
+        moments.append(report.generated_at)
+        weights.append(ending)
+    span, unit = _times(moments)
+    xs = span[: len(timeline)]
+    figure, axis = plt.subplots(figsize=(10, 2.2))
+    axis.step(span, weights, where="post", color=COLOURS["candidate"])
+    _same_x_range(axis, span)
     axis.set_ylim(0, 105)
     axis.set_ylabel("% to candidate")
     axis.set_xlabel(f"{unit} since the first measurement")
@@ -457,7 +469,7 @@ def charts(report: Report) -> list[tuple[str, str]]:
     for criterion in report.controlled_test.criteria:
         if criterion.metric is None:
             continue
-        svg = _criterion_chart(report, criterion, xs, unit)
+        svg = _criterion_chart(report, criterion, xs, span, unit)
         if svg is not None:
             made.append((f"{criterion.name}: {criterion.judged}", svg))
     return made

@@ -146,8 +146,11 @@ def _not_promoted(verdict: str, deciding: Mapping[str, str | None]) -> str:
     if not deciding:
         return f"nothing is saved: the trial {what} before any criterion failed"
     named = ", ".join(deciding)
-    if any(metric in COST_METRICS for metric in deciding.values()):
+    on_cost = [name for name, metric in deciding.items() if metric in COST_METRICS]
+    if on_cost and len(on_cost) == len(deciding):
         return f"nothing is saved: the trial {what} on its cost criterion {named}"
+    if on_cost:
+        return f"nothing is saved: the trial {what} on {named} (cost among them)"
     return (
         f"nothing is saved: the trial {what} on {named}, not on cost;\n"
         "  the figures above are what the candidate would have cost"

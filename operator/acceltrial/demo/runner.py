@@ -489,7 +489,9 @@ def _report_lines(run: Run, report: Report | None) -> list[str]:
     return [
         f"Report (ConfigMap {run.namespace}/{name}, `acceltrial report {report.trial}` on a "
         "cluster):",
-        f"  workload: {work.requests_per_second or 0:.1f} req/s, "
+        "  workload: not measured"
+        if work.requests_per_second is None
+        else f"  workload: {work.requests_per_second:.1f} req/s, "
         f"{work.tokens_per_second or 0:.0f} tokens/s, "
         f"{work.concurrency or 0:.1f} requests in flight",
         f"  candidate deployed and served traffic: {'yes' if compatibility.deployed else 'no'}; "

@@ -49,8 +49,8 @@ def rendered_text(page: Path) -> str:
     return done.stdout
 
 
-def screenshot(page: Path, name: str, height: int = 4000) -> Path:
-    """artifacts/<name>.png of the page at 1280 pixels wide."""
+def screenshot(page: Path, name: str, height: int = 6000) -> Path:
+    """artifacts/<name>.png of the page at 1280 pixels wide, tall enough for a whole report."""
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"{name}.png"
     shot.unlink(missing_ok=True)

@@ -39,7 +39,10 @@ def applied_and_read_back(manifest: dict[str, Any]) -> dict[str, Any]:
         api = Api(cluster.url)
         api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                         "metadata": {"name": NAMESPACE}})  # fmt: skip
-        path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+        path = {
+            "Deployment": f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments",
+            "Service": f"/api/v1/namespaces/{NAMESPACE}/services",
+        }[manifest["kind"]]
         assert api.post(path, manifest).status == 201
         live = api.get(f"{path}/{manifest['metadata']['name']}").body
     assert isinstance(live, dict)
@@ -73,6 +76,21 @@ def test_a_value_someone_chose_is_kept_even_where_a_default_exists() -> None:
     committed = committable(applied_and_read_back(chosen))
 
     assert committed["spec"] == chosen["spec"]
+
+
+def test_a_service_to_commit_has_no_cluster_ip_and_no_defaults() -> None:
+    service = yaml.safe_load("""
+apiVersion: v1
+kind: Service
+metadata: {name: llama3-candidate, namespace: ml}
+spec:
+  selector: {app: llama3}
+  ports: [{name: http, port: 8000}]
+""")
+    live = applied_and_read_back(service)
+    assert live["spec"]["clusterIP"], "the server allocated a cluster IP"
+
+    assert committable(live)["spec"] == service["spec"]
 
 
 def test_an_httproute_loses_the_gateway_api_defaults_only() -> None:

@@ -36,6 +36,13 @@ _CONTAINER_DEFAULTS: Mapping[str, Any] = {
     "terminationMessagePolicy": "File",
     "resources": {},
 }
+_SERVICE_DEFAULTS: Mapping[str, Any] = {
+    "type": "ClusterIP",
+    "sessionAffinity": "None",
+    "ipFamilyPolicy": "SingleStack",
+    "internalTrafficPolicy": "Cluster",
+}
+_SERVER_ASSIGNED_SERVICE_FIELDS = ("clusterIP", "clusterIPs", "ipFamilies")
 _PARENT_REF_DEFAULTS: Mapping[str, Any] = {"group": "gateway.networking.k8s.io", "kind": "Gateway"}
 _BACKEND_REF_DEFAULTS: Mapping[str, Any] = {"group": "", "kind": "Service", "weight": 1}
 _DEFAULT_MATCHES = [{"path": {"type": "PathPrefix", "value": "/"}}]
@@ -47,6 +54,7 @@ def committable(manifest: Manifest) -> Manifest:
     spec = body.get("spec") or {}
     pruning: dict[str, Callable[[Manifest], None]] = {
         "Deployment": _deployment,
+        "Service": _service,
         "HTTPRoute": _http_route,
     }
     prune = pruning.get(str(body.get("kind")))
@@ -100,6 +108,18 @@ def _pull_policy(image: str) -> str:
     """What the API server sets when imagePullPolicy is not given."""
     tagged = ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest")
     return "IfNotPresent" if tagged or "@" in image else "Always"
+
+
+def _service(spec: Manifest) -> None:
+    # The cluster IP is allocated by the server, unless someone asked for none (headless).
+    if spec.get("clusterIP") != "None":
+        for field in _SERVER_ASSIGNED_SERVICE_FIELDS:
+            spec.pop(field, None)
+    _drop_defaults(spec, _SERVICE_DEFAULTS)
+    for port in spec.get("ports") or []:
+        _drop_defaults(port, {"protocol": "TCP"})
+        if port.get("targetPort") == port.get("port"):
+            del port["targetPort"]
 
 
 def _http_route(spec: Manifest) -> None:

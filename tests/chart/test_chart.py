@@ -75,6 +75,7 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "/pods": {"list"},
         "/nodes": {"list"},
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
+        "autoscaling/horizontalpodautoscalers": {"get", "list", "patch"},
         "/secrets": {"get"},
         "/events": {"create", "patch"},
         "events.k8s.io/events": {"create", "patch"},

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from acceltrial.api.spec import EconomicsSpec
 from acceltrial.engine.economics import Throughput, VariantInput, compare
@@ -107,3 +108,27 @@ def assert_report_economics_recompute(report: dict[str, Any], status: dict[str, 
             cost.projected_per_million_tokens, rel=1e-6
         )
     assert economics["projectedMonthlySavings"] == pytest.approx(recomputed.monthly_savings)
+
+
+def test_without_scaling_for_production_the_same_scenario_fails_the_bake(tmp_path: Path) -> None:
+    """scale-for-production promotes because the candidate is scaled before 100%: capped at its
+    single trial replica, the candidate refuses most requests once it takes them all."""
+    source = REPO / "examples" / "scenarios" / "scale-for-production.yaml"
+    scenario = yaml.safe_load(source.read_text())
+    scenario["trial"]["file"] = str(source.parent / scenario["trial"]["file"])
+    scenario["topology"] = str(source.parent / scenario["topology"])
+    scenario["trial"]["patch"]["spec"]["promotion"] = {"maxReplicas": 1}
+    scenario["expect"] = {"phase": "RolledBack", "servedBy": "baseline"}
+    capped = tmp_path / "capped.yaml"
+    capped.write_text(yaml.safe_dump(scenario))
+    result_file = tmp_path / "result.json"
+    env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", str(capped),
+         "--result-file", str(result_file)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    status = json.loads(result_file.read_text())["status"]
+    assert status["promotion"]["replicas"] == 1
+    assert "promotion.maxReplicas (1)" in status["promotion"]["reason"]

@@ -96,9 +96,32 @@ variants:
             "fleet: {rps: 5}\n" + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
             "trial: spec.steps",
         ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n" + GOOD_VARIANTS
+            + "actions: [{when: {phase: Promoted}, do: scale-baseline}]\n"
+            "expect: {phase: Promoted}\n",
+            "actions.0: Value error, scale-baseline needs replicas",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n" + GOOD_VARIANTS
+            + "actions: [{when: {after: 5s}, do: delete-trail}]\n"
+            "expect: {phase: Promoted}\n",
+            "actions.0.do: Input should be 'pause', 'resume'",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n" + GOOD_VARIANTS
+            + "actions: [{when: {}, do: abort}]\n"
+            "expect: {phase: Promoted}\n",
+            "actions.0.when: Value error, set exactly one of when.phase and when.after",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n" + GOOD_VARIANTS
+            + "expect: {phase: Promoted, servedBy: gpu}\n",
+            "expect.servedBy: Input should be 'candidate' or 'baseline'",
+        ),
     ],
     ids=["rps", "p99-below-p50", "phase-typo", "two-conditions", "unknown-field", "no-trial",
-         "bad-trial"],
+         "bad-trial", "action-argument", "action-typo", "action-when", "served-by"],
 )  # fmt: skip
 def test_a_mistake_names_the_field(tmp_path: Path, text: str, named: str) -> None:
     path = write(tmp_path, text)
@@ -128,3 +151,25 @@ def test_speed_divides_the_durations_and_refuses_an_unmeasurable_interval() -> N
     assert faster["analysis"]["interval"] == "4s"
     with pytest.raises(ValueError, match=r"spec.analysis.interval 1s, shorter than the 2s"):
         at_speed(trial, 2)
+
+
+def test_actions_take_the_short_forms_too(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n" + GOOD_VARIANTS
+        + "actions:\n"
+        "  - {when: {phase: Promoted}, do: scale-baseline(2)}\n"
+        "  - {when: {after: 10s}, do: 'set-route-weights(llama3-8b-gpu=100, other=0)'}\n"
+        "  - {when: {phase: BakingIn}, do: delete-trial}\n"
+        "expect: {phase: Promoted, servedBy: candidate}\n",
+    )  # fmt: skip
+    scenario, _ = load_scenario(path)
+    scale, weights, delete = scenario.actions
+    assert (scale.do, scale.replicas) == ("scale-baseline", 2)
+    assert (weights.do, weights.weights) == (
+        "set-route-weights",
+        {"llama3-8b-gpu": 100, "other": 0},
+    )
+    assert weights.when.after == "10s"
+    assert (delete.do, delete.when.phase) == ("delete-trial", "BakingIn")
+    assert scenario.expect.served_by == "candidate"

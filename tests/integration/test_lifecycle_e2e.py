@@ -2,15 +2,18 @@
 simulated vLLM fleet through a real Prometheus.
 
 Each test runs one trial in its own namespace: promotion, error and latency regressions, missing
-metrics, manual approval, abort while paused, a refused spec change, deletion mid-step, and the
-user mistakes admission cannot catch. Routing must equal ``status.original`` after every
-rollback, and a trial that cannot start must leave the cluster untouched."""
+metrics, manual approval, abort while paused, a refused spec change, deletion mid-step, the user
+mistakes admission cannot catch, and an edit of an ended trial. Routing must equal
+``status.original`` after every rollback, and a trial that cannot start must leave the cluster
+untouched."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ import yaml
 
 from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.topology import Topology, load_topology
-from tests.conftest import REPO
+from tests.conftest import REPO, TOOLS_BIN
 from tests.integration.fleet import Fleet, Profile, serving
 from tests.integration.prometheus_server import running_prometheus
 from tests.sandbox.conftest import Api, eventually
@@ -47,6 +50,19 @@ PROFILES = {
     ("replicas", "candidate"): Profile(),
     ("twin", "baseline"): Profile(),
     ("twin", "candidate"): Profile(),
+    ("handover", "baseline"): Profile(),
+    ("handover", "candidate"): Profile(),
+    ("bake-delete", "baseline"): Profile(),
+    ("bake-delete", "candidate"): Profile(),
+    ("pause-delete", "baseline"): Profile(),
+    ("pause-delete", "candidate"): Profile(),
+    ("ended-delete", "baseline"): Profile(),
+    ("ended-delete", "candidate"): Profile(error_ratio=0.2),
+    ("hpa", "baseline"): Profile(),
+    ("hpa", "candidate"): Profile(),
+    ("hpa-abort", "baseline"): Profile(),
+    ("hpa-abort", "candidate"): Profile(),
+    ("no-metrics", "baseline"): Profile(),
     ("crash", "baseline"): Profile(),
     ("crash", "candidate"): Profile(median=0.24),
     ("crash-regress", "baseline"): Profile(),
@@ -59,7 +75,7 @@ TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/acceleratortrials"
 def cluster() -> Iterator[Sandbox]:
     # The default topology, with node groups large enough for every test's trial at once.
     default = load_topology()
-    groups = [g.model_copy(update={"count": max(g.count, 16)}) for g in default.node_groups]
+    groups = [g.model_copy(update={"count": max(g.count, 32)}) for g in default.node_groups]
     with Sandbox(ready_delay=0.2, topology=Topology(nodeGroups=groups)) as sandbox:
         yield sandbox
 
@@ -103,7 +119,7 @@ def operator(
     cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     namespaces = sorted({ns for ns, _ in PROFILES} - {"crash", "crash-regress"})
-    namespaces += ["no-baseline", "no-route", "no-node"]
+    namespaces += ["no-baseline", "no-route", "no-node", "ended"]
     process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *namespaces)
     try:
         yield
@@ -365,6 +381,25 @@ def test_mistakes_admission_cannot_catch_fail_with_the_cause_and_change_nothing(
         assert backend_refs(api, namespace) == [ROUTE], "the route was never touched"
 
 
+def test_an_ended_trial_observes_an_edit_and_keeps_its_outcome(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "ended", prometheus_url, candidate={"neuronCores": 8})
+    wait_for(api, path, ("Failed",), timeout=60)
+    assert api.merge(path, {"spec": {"candidate": {"neuronCores": 2}}}).status == 200
+
+    def observed() -> dict[str, Any] | None:
+        body: dict[str, Any] = api.get(path).body
+        seen = body["status"].get("observedGeneration") == body["metadata"]["generation"] == 2
+        return body["status"] if seen else None
+
+    status = eventually(observed, timeout=30)
+    assert status["phase"] == "Failed"
+    stalled = next(c for c in status["conditions"] if c["type"] == "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "Failed"), "kstatus: still Failed"
+    assert not candidate_exists(api, "ended"), "an ended trial acts on no edit"
+
+
 def test_the_replicas_router_shares_by_pod_count_behind_the_baseline_service(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -405,3 +440,209 @@ def test_a_second_trial_on_the_same_baseline_is_refused(
     assert "trial llama3-inf2 already runs on baseline llama3-gpu" in status["message"]
     assert (api.get(first).body["status"]["phase"]) in ("Progressing", "Promoting", "BakingIn",
                                                       "Promoted")  # fmt: skip
+
+
+# -- deleting a trial in each phase, and the baseline's autoscaler (docs/lifecycle.md) --------
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/{}/deployments"
+HPAS = "/apis/autoscaling/v2/namespaces/{}/horizontalpodautoscalers"
+
+
+def candidate_objects(api: Api, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    deployment = api.get(f"{DEPLOYMENTS.format(namespace)}/llama3-inf2-candidate")
+    service = api.get(f"/api/v1/namespaces/{namespace}/services/llama3-inf2-candidate")
+    assert deployment.status == service.status == 200, "the candidate must still exist"
+    return deployment.body, service.body
+
+
+def delete_trial(api: Api, path: str) -> None:
+    assert api.delete(path).status == 200
+    eventually(lambda: api.get(path).status == 404, timeout=30)
+
+
+def ready_pods(api: Api, namespace: str, selector: str) -> int:
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=selector).body["items"]
+    return sum(
+        1
+        for pod in pods
+        for c in pod.get("status", {}).get("conditions", [])
+        if c["type"] == "Ready" and c["status"] == "True"
+    )
+
+
+def install_autoscaler(api: Api, namespace: str) -> dict[str, Any]:
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "llama3", "namespace": namespace},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llama3-gpu"},
+            "minReplicas": 2,
+            "maxReplicas": 5,
+            "metrics": [{"type": "Resource", "resource": {
+                "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}],
+        },
+    }  # fmt: skip
+    reply = api.post(HPAS.format(namespace), hpa)
+    assert reply.status == 201, reply.body
+    return dict(reply.body["spec"])
+
+
+def replicasets_and_pods(api: Api, namespace: str) -> tuple[set[str], set[str]]:
+    sets = api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").body["items"]
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods").body["items"]
+    return {r["metadata"]["uid"] for r in sets}, {p["metadata"]["uid"] for p in pods}
+
+
+def apply_report_manifests(cluster: Sandbox, api: Api, namespace: str, folder: Path) -> list[str]:
+    """``kubectl apply --server-side`` of the report's "commit these" manifests, as a GitOps
+    sync would after the user committed them."""
+    config_map = api.get(f"/api/v1/namespaces/{namespace}/configmaps/llama3-inf2-report").body
+    gitops = json.loads(config_map["data"]["report.json"])["gitops"]
+    manifests = folder / "commit-these.yaml"
+    manifests.write_text(yaml.safe_dump_all(list(gitops.values())))
+    done = subprocess.run(
+        [str(TOOLS_BIN / "kubectl"), "--kubeconfig", str(cluster.kubeconfig), "apply",
+         "--server-side", "--field-manager=argocd-controller", "-f", str(manifests)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return sorted(gitops)
+
+
+def test_deleting_a_promoted_trial_leaves_the_candidate_serving_everything(
+    cluster: Sandbox, api: Api, prometheus_url: str, operator: None, tmp_path: Path
+) -> None:
+    status = run_trial(api, "handover", prometheus_url)
+    assert status["phase"] == "Promoted", status.get("message")
+    before = replicasets_and_pods(api, "handover")
+    committed = apply_report_manifests(cluster, api, "handover", tmp_path)
+    assert committed == ["baselineDeployment", "deployment", "httpRoute", "service"]
+    time.sleep(1)
+    assert replicasets_and_pods(api, "handover") == before, "no new ReplicaSet, no pod restarted"
+    deployment, service = candidate_objects(api, "handover")
+    for handed_over in (deployment, service):
+        meta = handed_over["metadata"]
+        assert not meta.get("ownerReferences"), "owned by nobody after promotion"
+        assert meta["labels"]["acceltrial.dev/promoted-by"] == "llama3-inf2"
+    assert status["promotion"]["handedOverAt"]
+    routes_before = backend_refs(api, "handover")
+    delete_trial(api, f"{TRIALS.format('handover')}/llama3-inf2")
+    time.sleep(2)  # long enough for the sandbox's garbage collector to act, if it were to
+    after, _ = candidate_objects(api, "handover")
+    assert after["metadata"]["uid"] == deployment["metadata"]["uid"], "the same Deployment"
+    assert backend_refs(api, "handover") == routes_before
+    assert routes_before[1] == {"name": "llama3-inf2-candidate", "port": 8000, "weight": 100}
+    selector = "acceltrial.dev/trial=llama3-inf2,acceltrial.dev/variant=candidate"
+    assert ready_pods(api, "handover", selector) >= 1, "its pods still serve"
+
+
+def test_deleting_while_baking_rolls_back_exactly(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "bake-delete", prometheus_url, promotion={"bakeTime": "120s"})
+    wait_for(api, path, ("BakingIn",))
+    assert backend_refs(api, "bake-delete")[1]["weight"] == 100
+    delete_trial(api, path)
+    assert backend_refs(api, "bake-delete") == [ROUTE], "routing restored exactly as found"
+    eventually(lambda: not candidate_exists(api, "bake-delete"), timeout=10)
+    baseline = api.get(f"{DEPLOYMENTS.format('bake-delete')}/llama3-gpu").body
+    assert baseline["spec"]["replicas"] == 2, "the warm baseline was never scaled down"
+
+
+def test_deleting_a_paused_trial_rolls_back_exactly(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "pause-delete", prometheus_url)
+    eventually(lambda: api.get(path).body.get("status", {}).get("step") == 1, timeout=60)
+    act(api, path, "pause")
+    wait_for(api, path, ("Paused",))
+    delete_trial(api, path)
+    assert backend_refs(api, "pause-delete") == [ROUTE]
+    eventually(lambda: not candidate_exists(api, "pause-delete"), timeout=10)
+
+
+def test_deleting_a_rolled_back_trial_changes_nothing(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    status = run_trial(api, "ended-delete", prometheus_url)
+    assert status["phase"] == "RolledBack"
+    route = api.get("/apis/gateway.networking.k8s.io/v1/namespaces/ended-delete/httproutes/llama3")
+    baseline = api.get(f"{DEPLOYMENTS.format('ended-delete')}/llama3-gpu").body
+    delete_trial(api, f"{TRIALS.format('ended-delete')}/llama3-inf2")
+    after = api.get("/apis/gateway.networking.k8s.io/v1/namespaces/ended-delete/httproutes/llama3")
+    assert after.body["metadata"]["resourceVersion"] == route.body["metadata"]["resourceVersion"]
+    again = api.get(f"{DEPLOYMENTS.format('ended-delete')}/llama3-gpu").body
+    assert again["metadata"]["resourceVersion"] == baseline["metadata"]["resourceVersion"]
+
+
+def test_the_baselines_autoscaler_scales_the_candidate_after_promotion(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    install_baseline(api, "hpa")
+    original = install_autoscaler(api, "hpa")
+    assert api.post(TRIALS.format("hpa"), trial("hpa", prometheus_url)).status == 201
+    path = f"{TRIALS.format('hpa')}/llama3-inf2"
+    status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
+    assert status["phase"] == "Promoted", status.get("message")
+    assert status["original"]["hpa"] == {
+        "name": "llama3",
+        "scaleTargetRef": original["scaleTargetRef"],
+    }
+    assert status["promotion"]["replicas"] == 2, "at least the autoscaler's minReplicas"
+    hpa = api.get(f"{HPAS.format('hpa')}/llama3").body["spec"]
+    assert hpa == {**original, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                                  "name": "llama3-inf2-candidate"}}  # fmt: skip
+    time.sleep(2)  # the autoscaler had time to scale the baseline back up, if it were to
+    baseline = api.get(f"{DEPLOYMENTS.format('hpa')}/llama3-gpu").body
+    assert baseline["spec"]["replicas"] == 0
+    candidate, _ = candidate_objects(api, "hpa")
+    assert candidate["spec"]["replicas"] == 2
+    # The autoscaler, not the trial, keeps the candidate within its bounds from now on.
+    api.merge(f"{HPAS.format('hpa')}/llama3", {"spec": {"minReplicas": 3}})
+    eventually(lambda: candidate_objects(api, "hpa")[0]["spec"]["replicas"] == 3, timeout=10)
+
+
+def test_a_rollback_during_the_bake_gives_the_autoscaler_back_unchanged(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    install_baseline(api, "hpa-abort")
+    original = install_autoscaler(api, "hpa-abort")
+    body = trial("hpa-abort", prometheus_url, promotion={"bakeTime": "120s"})
+    assert api.post(TRIALS.format("hpa-abort"), body).status == 201
+    path = f"{TRIALS.format('hpa-abort')}/llama3-inf2"
+    wait_for(api, path, ("BakingIn",))
+    moved = api.get(f"{HPAS.format('hpa-abort')}/llama3").body["spec"]["scaleTargetRef"]
+    assert moved["name"] == "llama3-inf2-candidate"
+    act(api, path, "abort")
+    wait_for(api, path, ("Aborted",))
+    assert api.get(f"{HPAS.format('hpa-abort')}/llama3").body["spec"] == original
+    assert backend_refs(api, "hpa-abort") == [ROUTE]
+    assert not candidate_exists(api, "hpa-abort") or eventually(
+        lambda: not candidate_exists(api, "hpa-abort"), timeout=10
+    )
+
+
+def test_a_criterion_the_baseline_cannot_answer_stops_the_trial_before_any_traffic_moves(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    ghost = (
+        'sum(rate(llm_requests_failed_total{namespace="{{namespace}}", pod=~"{{pods}}"}'
+        "[{{interval}}]))"
+    )
+    criteria = [
+        {"name": "errors", "metric": "error_ratio", "absolute": {"max": 0.01}},
+        {"name": "failed-requests", "query": ghost, "absolute": {"max": 1}},
+    ]
+    path = start(api, "no-metrics", prometheus_url, progressDeadline="20s",
+                 analysis={"criteria": criteria})  # fmt: skip
+    status = wait_for(api, path, ("Failed",), timeout=90)
+    message = status["message"]
+    assert "criterion failed-requests" in message
+    assert "it returned nothing (an empty result)" in message
+    assert 'llm_requests_failed_total{namespace="no-metrics"' in message, "the rendered query"
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert "criterion failed-requests" in degraded["message"]
+    assert "criterion errors" not in message, message
+    assert backend_refs(api, "no-metrics") == [ROUTE], "no traffic ever moved"
+    assert not candidate_exists(api, "no-metrics"), "nothing was deployed"

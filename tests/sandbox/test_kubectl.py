@@ -69,6 +69,26 @@ def test_server_side_apply(kubectl: Kubectl) -> None:
     assert kubectl.ok("get", "configmap", "web", "-o", "jsonpath={.data.k}") == "w"
 
 
+SERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: llama3, namespace: default}
+spec:
+  selector: {app: llama3}
+  ports: [{name: http, port: 8000, targetPort: 8000}]
+"""
+
+
+def test_server_side_apply_of_a_service_merges_ports_by_port(kubectl: Kubectl) -> None:
+    """A Service's ports are keyed by port (a container's by containerPort), as GitOps tools
+    re-apply them after promotion."""
+    kubectl.ok("apply", "--server-side", "-f", "-", stdin=SERVICE)
+    again = SERVICE.replace("targetPort: 8000", "targetPort: 8080")
+    assert "serverside-applied" in kubectl.ok("apply", "--server-side", "-f", "-", stdin=again)
+    ports = kubectl.ok("get", "service", "llama3", "-o", "jsonpath={.spec.ports[*].targetPort}")
+    assert ports == "8080"
+
+
 def test_crd_and_trials(kubectl: Kubectl) -> None:
     """Applying the CRD registers AcceleratorTrial (short name ``at``); a valid example is
     created, an invalid one refused with the field path, as a real API server does."""

@@ -284,7 +284,11 @@ def test_to_status_leaves_unknown_figures_out() -> None:
     candidate = VariantInput(**{**CANDIDATE_AT_5.__dict__, "price_per_instance_hour": None})
     status = to_status(compare(BASELINE_AT_5, candidate, ECONOMICS))
     assert status.candidate is not None
-    assert status.candidate.model_dump(by_alias=True, exclude_none=True) == {"utilization": 0.05}
+    # Replicas follow from throughput and utilization alone; every price-based figure is absent.
+    assert status.candidate.model_dump(by_alias=True, exclude_none=True) == {
+        "utilization": 0.05,
+        "projectedReplicas": 3,
+    }
     assert status.projected_monthly_savings is None
 
 

@@ -10,17 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceltrial.api.spec import TrialSpec
-from acceltrial.api.status import OriginalRouting, TrialStatus
+from acceltrial.api.status import EconomicsStatus, OriginalRouting, TrialStatus, VariantEconomics
 from acceltrial.engine.analysis import RoundOutcome
 from acceltrial.engine.lifecycle import (
     Action,
     ClearUserAction,
     DeployCandidate,
+    HandOverCandidate,
     Measurement,
     Observation,
     RemoveCandidate,
+    RestoreAutoscaler,
     RestoreRouting,
+    RetargetAutoscaler,
     ScaleBaselineToZero,
+    ScaleCandidate,
     SetWeight,
     TickResult,
     UserAction,
@@ -28,6 +32,7 @@ from acceltrial.engine.lifecycle import (
     measurement_due,
     on_delete,
 )
+from acceltrial.engine.promotion import AutoscalerBounds
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ORIGINAL = OriginalRouting.model_validate(
@@ -76,6 +81,9 @@ class Driver:
     status: TrialStatus = field(default_factory=TrialStatus)
     now: datetime = T0
     candidate_available: bool = True
+    available_replicas: int = 1
+    """Available candidate replicas while candidate_available."""
+    autoscaler: AutoscalerBounds | None = None
     history: list[TickResult] = field(default_factory=list)
 
     def tick(
@@ -96,6 +104,8 @@ class Driver:
             routing=ORIGINAL,
             observed_weight=observed_weight,
             candidate_available=self.candidate_available,
+            candidate_available_replicas=self.available_replicas if self.candidate_available else 0,
+            autoscaler=self.autoscaler,
             measurement=measured,
             action=action,
         )
@@ -257,10 +267,108 @@ def test_routing_drift_is_set_back() -> None:
     assert [e.reason for e in result.events] == ["RoutingDrift"]
 
 
-def test_deleting_undoes_unless_promoted() -> None:
-    assert on_delete(TrialStatus(phase="Progressing")) == (RestoreRouting(), RemoveCandidate())
-    assert on_delete(TrialStatus(phase="Promoted")) == ()
-    assert on_delete(TrialStatus()) == ()
+def test_deleting_undoes_an_unfinished_trial_and_never_touches_a_promoted_one() -> None:
+    undo = (RestoreRouting(), RemoveCandidate())
+    for phase in ("Preflight", "Progressing", "Paused", "Promoting", "BakingIn", "RollingBack"):
+        assert on_delete(TrialStatus(phase=phase), candidate_handed_over=False) == undo, phase
+    with_hpa = ORIGINAL.model_copy(
+        update={"hpa": {"name": "llama3", "scaleTargetRef": {"kind": "Deployment", "name": "g"}}}
+    )
+    assert on_delete(TrialStatus(phase="BakingIn", original=with_hpa), False) == (
+        RestoreRouting(),
+        RestoreAutoscaler(),
+        RemoveCandidate(),
+    )
+    # Only ever makes sure the candidate no longer belongs to the trial.
+    assert on_delete(TrialStatus(phase="Promoted"), True) == (HandOverCandidate(),)
+    # Handed over but not yet recorded as Promoted (a crash in between): finish, never undo.
+    assert on_delete(TrialStatus(phase="BakingIn"), True) == (
+        HandOverCandidate(),
+        ScaleBaselineToZero(),
+    )
+    for phase in ("RolledBack", "Failed", "Aborted", "Pending", None):
+        assert on_delete(TrialStatus(phase=phase), False) == (), phase
+
+
+def economics(projected: int) -> EconomicsStatus:
+    return EconomicsStatus(candidate=VariantEconomics(projected_replicas=projected))
+
+
+def run_to_promoting(driver: Driver, projected: int) -> None:
+    driver.run_until("Progressing")
+    driver.run_until("Promoting", outcome="Pass")
+    driver.status = driver.status.model_copy(update={"economics": economics(projected)})
+
+
+def test_promotion_scales_the_candidate_for_production_before_all_traffic_moves() -> None:
+    driver = Driver(make_spec())
+    run_to_promoting(driver, projected=4)
+    result = driver.tick(outcome=None)
+    assert driver.status.phase == "Promoting"
+    assert ScaleCandidate(4) in result.actions
+    assert SetWeight(100) not in driver.actions(), "no traffic moves before the replicas exist"
+    assert driver.status.promotion is not None
+    assert driver.status.promotion.replicas == 4
+    assert "measured capacity per replica" in driver.status.promotion.reason
+    driver.available_replicas = 3
+    driver.tick(outcome=None)
+    assert driver.status.phase == "Promoting"
+    driver.available_replicas = 4
+    result = driver.tick(outcome=None)
+    assert driver.status.phase == "BakingIn"
+    assert result.actions == (SetWeight(100),)
+    driver.run_until("Promoted")
+    final = driver.history[-1].actions
+    assert final.index(HandOverCandidate()) < final.index(ScaleBaselineToZero())
+    assert driver.status.promotion is not None
+    assert driver.status.promotion.handed_over_at == driver.now
+
+
+def test_promotion_replicas_are_capped_and_never_below_the_trials() -> None:
+    driver = Driver(make_spec(promotion={"maxReplicas": 3}))
+    run_to_promoting(driver, projected=9)
+    driver.tick(outcome=None)
+    assert driver.status.promotion is not None
+    assert driver.status.promotion.replicas == 3
+    assert "promotion.maxReplicas (3)" in driver.status.promotion.reason
+    small = Driver(make_spec(candidate={"replicas": 2}), available_replicas=2)
+    run_to_promoting(small, projected=1)
+    small.tick(outcome=None)
+    assert small.status.phase == "BakingIn"
+    assert small.status.promotion is not None
+    assert small.status.promotion.replicas == 2
+
+
+def test_promotion_rolls_back_when_the_replicas_never_become_available() -> None:
+    driver = Driver(make_spec())
+    run_to_promoting(driver, projected=5)
+    driver.run_until("RollingBack", outcome=None)
+    assert driver.status.decision is not None
+    assert "did not reach 5 Available replicas within 5m" in driver.status.decision.reason
+    assert SetWeight(100) not in driver.actions()
+    driver.tick(outcome=None)
+    assert driver.status.phase == "RolledBack"
+
+
+def test_the_baselines_autoscaler_follows_the_candidate_and_comes_back_on_rollback() -> None:
+    driver = Driver(make_spec(), autoscaler=AutoscalerBounds("llama3", 2, 6))
+    driver.run_until("Preflight")
+    hpa = {"name": "llama3", "scaleTargetRef": {"kind": "Deployment", "name": "llama3-gpu"}}
+    driver.status = driver.status.model_copy(
+        update={"original": ORIGINAL.model_copy(update={"hpa": hpa})}
+    )
+    driver.available_replicas = 2
+    run_to_promoting(driver, projected=1)
+    driver.tick(outcome=None)
+    assert driver.status.promotion is not None
+    assert driver.status.promotion.replicas == 2, "at least the autoscaler's minReplicas"
+    assert "HorizontalPodAutoscaler llama3 (2..6)" in driver.status.promotion.reason
+    assert driver.status.phase == "BakingIn"
+    assert driver.history[-1].actions == (SetWeight(100), RetargetAutoscaler())
+    driver.tick(outcome="Fail")
+    driver.tick(outcome=None)
+    assert driver.status.phase == "RolledBack"
+    assert driver.history[-1].actions == (RestoreRouting(), RestoreAutoscaler(), RemoveCandidate())
 
 
 OUTCOMES = st.sampled_from(["Pass", "Pass", "Pass", "Fail", "Inconclusive", "Error", None])
@@ -298,7 +406,8 @@ def _weight_never_exceeds_the_step(spec: TrialSpec, result: TickResult) -> None:
         else:
             assert after.step is not None
             assert set_weight.weight == spec.steps[after.step - 1].weight
-    if after.phase in ("Progressing", "Paused") and after.step:
+    paused_bake = after.phase == "Paused" and after.canary_weight == 100
+    if after.phase in ("Progressing", "Paused") and after.step and not paused_bake:
         assert after.canary_weight == spec.steps[after.step - 1].weight
 
 
@@ -328,3 +437,49 @@ def _rollback_restores_the_original(before: TrialStatus, result: TickResult) -> 
         assert after.original == before.original
     if after.original is not None:
         assert after.original == ORIGINAL, "the recorded routing is never rewritten"
+
+
+def test_a_baseline_still_rolling_out_is_waited_for_then_fails_past_the_deadline() -> None:
+    driver = Driver(make_spec())
+    driver.tick()  # Pending -> Preflight
+    rolling = ("baseline Deployment llama3-gpu is not Available",)
+    result = decide(driver.spec, driver.status, Observation(now=driver.now, generation=1,
+                                                           preflight_waits=rolling))  # fmt: skip
+    assert result.status.phase == "Preflight"
+    assert "waiting before anything changes" in (result.status.message or "")
+    assert result.actions == ()
+    late = driver.now + timedelta(minutes=6)
+    result = decide(driver.spec, driver.status, Observation(now=late, generation=1,
+                                                           preflight_waits=rolling))  # fmt: skip
+    assert result.status.phase == "Failed"
+    assert "after waiting 5m" in (result.status.message or "")
+    assert result.actions == ()
+
+
+def test_a_bake_paused_on_missing_data_resumes_as_a_bake() -> None:
+    driver = Driver(make_spec(promotion={"bakeTime": "10m"}))
+    driver.run_until("BakingIn")
+    driver.tick(outcome="Inconclusive")
+    driver.tick(outcome="Inconclusive")
+    assert (driver.status.phase, driver.status.canary_weight) == ("Paused", 100)
+    driver.tick(outcome=None, action="resume")
+    assert driver.status.phase == "BakingIn"
+    assert driver.weights()[-1] == 100
+
+
+def test_a_permanent_refusal_ends_the_trial_instead_of_retrying() -> None:
+    refusal = "creating the candidate Service x-candidate: HTTP 422: Service x is invalid"
+    driver = Driver(make_spec())
+    driver.tick()  # Pending -> Preflight
+    refused = Observation(now=driver.now, generation=1, refused=refusal)
+    result = decide(driver.spec, driver.status, refused)
+    assert result.status.phase == "Failed"
+    assert result.actions == (RemoveCandidate(),), "whatever the refused tick created goes"
+    assert result.status.decision is not None
+    assert refusal in result.status.decision.reason
+    # Once traffic has moved, a refusal rolls back exactly.
+    driver.run_until("Progressing")
+    driver.tick()
+    result = decide(driver.spec, driver.status, refused)
+    assert result.status.phase == "RollingBack"
+    assert "retrying cannot help" in (result.status.message or "")

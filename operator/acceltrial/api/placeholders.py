@@ -2,12 +2,14 @@
 
 A template is rendered once per variant (baseline and candidate). ``{{pods}}`` becomes an anchored,
 escaped regex of that variant's pod names, so a template selects a variant with
-``pod=~"{{pods}}"``.
+``pod=~"{{pods}}"``. ``{{instances}}`` is the same for the EC2 instance ids of the nodes the
+variant's pods run on, for exporters that label series by instance only (neuron-monitor without
+``--enable-k8s-info``): ``instance_id=~"{{instances}}"``.
 """
 
 from __future__ import annotations
 
-ALLOWED_PLACEHOLDERS = ("namespace", "pods", "deployment", "interval")
+ALLOWED_PLACEHOLDERS = ("namespace", "pods", "deployment", "interval", "instances")
 
 _NAMES = "|".join(ALLOWED_PLACEHOLDERS)
 # Any text in which every "{{" opens one of the allowed placeholders. RE2 and Python's re agree on

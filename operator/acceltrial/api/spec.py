@@ -67,12 +67,12 @@ MetricName = Literal[
 ]
 
 
+PLACEHOLDER_MESSAGE = "a query template may use only the placeholders"
+
+
 def _placeholder_rule() -> dict[str, str]:
     escaped = QUERY_TEMPLATE_PATTERN.replace("\\", "\\\\")  # CEL string literal escapes
-    return cel(
-        f"self.matches('{escaped}')",
-        f"a query template may use only the placeholders {PLACEHOLDER_HINT}",
-    )
+    return cel(f"self.matches('{escaped}')", f"{PLACEHOLDER_MESSAGE} {PLACEHOLDER_HINT}")
 
 
 class ObjectRef(ApiModel):
@@ -411,6 +411,10 @@ class PromotionSpec(ApiModel):
     bake_time: Duration = "10m"
     """How long 100% of traffic stays on the candidate, with analysis running and the baseline
     warm, before the baseline is scaled to zero."""
+    max_replicas: int | None = Field(default=None, ge=1, le=1000)
+    """Upper bound on the candidate's replicas at promotion. Before all traffic moves, the
+    candidate is scaled to the replicas production needs (projected from its measured capacity
+    per replica and economics.targetUtilization) and at least candidate.replicas; this caps it."""
 
 
 class ExplicitPrices(ApiModel):

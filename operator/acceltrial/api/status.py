@@ -36,7 +36,8 @@ class Condition(ApiModel):
     """A condition in the shape of metav1.Condition (kstatus-compatible)."""
 
     type: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$", max_length=316)
-    """Ready, Progressing, Degraded, or a specific one such as SpecChangeRejected."""
+    """Ready, Progressing, Degraded, Reconciling, Stalled, or a specific one such as
+    SpecChangeRejected."""
     status: Literal["True", "False", "Unknown"]
     """Whether the condition holds."""
     observed_generation: int | None = Field(default=None, ge=0)
@@ -62,6 +63,15 @@ class HttpRouteOriginal(ApiModel):
     """The rule's backendRefs, verbatim."""
 
 
+class HpaOriginal(ApiModel):
+    """A HorizontalPodAutoscaler that scaled the baseline, as found before the trial."""
+
+    name: ObjectName
+    """Name of the HorizontalPodAutoscaler (in the trial's namespace)."""
+    scale_target_ref: dict[str, Any]
+    """Its spec.scaleTargetRef, verbatim; a rollback writes it back."""
+
+
 class OriginalRouting(ApiModel):
     """Routing as found before the first change; rollback restores exactly this."""
 
@@ -71,6 +81,8 @@ class OriginalRouting(ApiModel):
     """The HTTPRoute rule, for the gatewayapi router."""
     baseline_replicas: int | None = Field(default=None, ge=0)
     """Replicas of the baseline Deployment before the trial."""
+    hpa: HpaOriginal | None = None
+    """The HorizontalPodAutoscaler of the baseline, re-targeted to the candidate at promotion."""
 
 
 class SampleCounts(ApiModel):
@@ -139,6 +151,8 @@ class VariantEconomics(ApiModel):
     """Cost per 1k requests projected at the production share and the target utilization."""
     utilization: float | None = Field(default=None, ge=0)
     """Measured accelerator utilization (0..1)."""
+    projected_replicas: int | None = Field(default=None, ge=1)
+    """Replicas that would carry all production traffic at the target utilization."""
 
 
 class EconomicsStatus(ApiModel):
@@ -152,6 +166,17 @@ class EconomicsStatus(ApiModel):
     """Monthly cost of all traffic on the baseline minus on the candidate, in USD."""
     payback_months: float | None = Field(default=None, ge=0)
     """Months until the savings repay the migration cost."""
+
+
+class PromotionStatus(ApiModel):
+    """How the candidate was made ready for all traffic, and when it was handed over."""
+
+    replicas: int = Field(ge=1)
+    """Replicas the candidate was scaled to before it received all traffic."""
+    reason: str = Field(max_length=1024)
+    """How that number was chosen."""
+    handed_over_at: datetime | None = None
+    """When the candidate stopped being owned by the trial (an ordinary workload since)."""
 
 
 class Decision(ApiModel):
@@ -199,7 +224,12 @@ class TrialStatus(ApiModel):
     """Cost comparison summary."""
     decision: Decision | None = None
     """The outcome, once decided."""
+    promotion: PromotionStatus | None = None
+    """The candidate's replicas at promotion and the handover."""
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)
-    """Ready, Progressing, Degraded and specific conditions, with observedGeneration."""
+    """Ready, Progressing, Degraded; kstatus' Reconciling (True while the operator moves the trial
+    on) and Stalled (True when only a person can: an invalid spec, RolledBack, Failed, Aborted,
+    paused on inconclusive data, a refused spec change), absent otherwise; and specific conditions
+    such as SpecChangeRejected; each with observedGeneration. See docs/gitops.md."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from acceltrial import __version__
 from acceltrial.api.crd import render_crd
+from acceltrial.cli.check import CheckOptions, add_check, run_check
 from acceltrial.cli.demo import add_demo
 from acceltrial.cli.sandbox import SandboxOptions, sandbox_up
 from acceltrial.cli.trials import (
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "exits 1 if there is any. Documents of other kinds are skipped.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
+    add_check(commands)
     _add_sandbox(commands)
     add_demo(commands)
     _add_trial_commands(commands)
@@ -125,13 +127,26 @@ def _trial_command(args: argparse.Namespace) -> int:
         return 130
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _offline(args: argparse.Namespace) -> int:
     if args.command == "crd":
         sys.stdout.write(render_crd())
         return 0
-    if args.command == "validate":
-        return validate_files(args.files, sys.stdout)
+    return validate_files(args.files, sys.stdout)
+
+
+def _check(args: argparse.Namespace) -> int:
+    options = CheckOptions(
+        args.file, args.prometheus, args.namespace, args.baseline_pods, args.candidate_pods
+    )
+    return run_check(options, sys.stdout, sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command in ("crd", "validate"):
+        return _offline(args)
+    if args.command == "check":
+        return _check(args)
     if args.command == "sandbox":
         return sandbox_up(
             SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay),

@@ -40,12 +40,14 @@ from acceltrial.demo.scenario import (
     seconds,
     shipped_scenarios,
 )
+from acceltrial.demo.user import ScriptedUser, served_by
 from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
 from acceltrial.sandbox.fleet.model import ServingProfile
 from acceltrial.sandbox.fleet.serving import metrics_endpoint
 from acceltrial.sandbox.fleet.traffic import Entry
 from acceltrial.sandbox.prometheus import PrometheusNotFound, PrometheusServer, find_prometheus
+from acceltrial.sandbox.topology import Topology, load_topology
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 TICK_SECONDS = 0.5
@@ -75,6 +77,9 @@ class Run:
     folder: Path
     started: float = field(default_factory=time.monotonic)
     pids: dict[str, int] = field(default_factory=dict)
+    topology: Topology | None = None
+    report: Report | None = None
+    """The report as the trial ended (the trial's ConfigMap goes when the trial is deleted)."""
 
     @property
     def namespace(self) -> str:
@@ -102,12 +107,13 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
     try:
         scenario, trial = load_scenario(path)
         trial = at_speed(trial, options.speed)
+        topology = _topology(scenario, path)
         prometheus_binary = find_prometheus()
     except (ScenarioError, PrometheusNotFound, ValueError) as error:
         print(f"acceltrial demo: {error}", file=sys.stderr)
         return 2
     folder = Path(tempfile.mkdtemp(prefix="acceltrial-demo-"))
-    run = Run(scenario, trial, out, folder)
+    run = Run(scenario, trial, out, folder, topology=topology)
     _introduce(run, path, options.speed)
     matched = False
     try:
@@ -121,6 +127,16 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
         else:
             print(f"logs and Prometheus data kept in {folder}", file=out)
     return 0 if matched else 1
+
+
+def _topology(scenario: Scenario, path: Path) -> Topology | None:
+    if scenario.topology is None:
+        return None
+    file = path.parent / scenario.topology
+    try:
+        return load_topology(file)
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise ScenarioError(f"{path}: topology: cannot load {file}: {error}") from None
 
 
 def at_speed(trial: Manifest, speed: float) -> Manifest:
@@ -185,11 +201,16 @@ def _expected(scenario: Scenario) -> str:
         parts.append(f"at step {expect.step}")
     if expect.reason:
         parts.append(f"because of {expect.reason!r}")
+    if expect.served_by:
+        parts.append(f"then served by the {expect.served_by}")
     return " ".join(parts)
 
 
 def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
-    with Sandbox(ready_delay=0.5) as sandbox, contextlib.ExitStack() as stack:
+    with (
+        Sandbox(ready_delay=0.5, topology=run.topology) as sandbox,
+        contextlib.ExitStack() as stack,
+    ):
         client = Client(sandbox.url)
         client.create(CRDS, yaml.safe_load(render_crd()))
         run.say(f"local control plane at {sandbox.url} (simulated g5 and inf2 nodes)")
@@ -331,26 +352,38 @@ def _watch(
     up_at = None if outage is None else seconds(outage.to, speed)
     timeout = seconds(run.scenario.timeout, speed)
     seen = _Seen()
+    user = ScriptedUser(run.scenario.actions, speed)
     aborted = False
+    last: Manifest = {}
+    outage_origin: float | None = None if outage and outage.from_phase else applied
     while True:
         elapsed = time.monotonic() - applied
-        if down_at is not None and elapsed >= down_at and prometheus.process is not None:
+        # Seconds since the outage's origin; -1 while its phase has not been seen.
+        since = -1.0 if outage_origin is None else time.monotonic() - outage_origin
+        if down_at is not None and since >= down_at and prometheus.process is not None:
             prometheus.stop()
             run.say("Prometheus stopped (the scenario's outage): queries will fail")
             down_at = None
-        if (
-            up_at is not None
-            and down_at is None
-            and elapsed >= up_at
-            and prometheus.process is None
-        ):
+        if up_at is not None and down_at is None and since >= up_at and prometheus.process is None:
             prometheus.start()
             run.say("Prometheus is back")
             up_at = None
-        body = client.get(run.trial_path) or {}
+        body = client.get(run.trial_path)
+        if body is None and user.deleted_trial:
+            time.sleep(3)  # what the trial left behind now meets the garbage collector
+            run.say("the trial is gone (its finalizer ran, garbage collection followed)")
+            return last
+        last = body = body or {}
         status = body.get("status") or {}
+        if outage_origin is None and outage and status.get("phase") == outage.from_phase:
+            outage_origin = time.monotonic()
         seen.report(run, status, fleet)
-        if status.get("phase") in TERMINAL_PHASES:
+        ended = status.get("phase") in TERMINAL_PHASES
+        if ended and run.report is None:
+            run.report = _report(run, client)
+        for action in user.due(status.get("phase"), elapsed):
+            run.say(user.perform(action, client, run.trial))
+        if ended and not user.deleted_trial and not user.waiting_for_time:
             return body
         if elapsed > timeout and not aborted:
             run.say(f"no decision within {timeout:g}s: aborting the trial")
@@ -444,7 +477,7 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
     deciding = progress.deciding_criteria(status, _metrics_by_criterion(run.trial))
     for line in progress.economics_lines(status.get("economics"), instances, decision, deciding):
         print(line, file=out)
-    report = _report(run, client)
+    report = _report(run, client) or run.report
     for line in _report_lines(run, report):
         print(line, file=out)
     if report is not None and options.report_dir is not None:
@@ -452,7 +485,9 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
         print(f"Report written to {options.report_dir}/report.{{json,md,html}}", file=out)
     routing_ok, routing_said = _routing_check(run, client, status)
     print(f"Routing: {routing_said}", file=out)
-    matched, said = _matches(run.scenario, status)
+    serving, serving_said = served_by(client, run.trial)
+    print(f"Serving: {serving_said}", file=out)
+    matched, said = _matches(run.scenario, status, serving)
     print(f"Expected {_expected(run.scenario)}: {said}", file=out, flush=True)
     if options.result_file is not None:
         options.result_file.write_text(
@@ -537,9 +572,11 @@ def _routing_check(run: Run, client: Client, status: Manifest) -> tuple[bool, st
     return ok, said
 
 
-def _matches(scenario: Scenario, status: Manifest) -> tuple[bool, str]:
+def _matches(scenario: Scenario, status: Manifest, serving: str | None) -> tuple[bool, str]:
     expect = scenario.expect
     problems = []
+    if expect.served_by is not None and serving != expect.served_by:
+        problems.append(f"served by {serving or 'nothing'}, not the {expect.served_by}")
     if status.get("phase") != expect.phase:
         problems.append(f"ended {status.get('phase')}")
     if expect.step is not None and status.get("step") != expect.step:

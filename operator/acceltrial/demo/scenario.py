@@ -8,11 +8,13 @@ checked with the same rules as ``acceltrial validate``.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
+from pydantic.functional_validators import field_validator
 
 from acceltrial.api.base import ApiModel
 from acceltrial.api.durations import Duration, duration_seconds
@@ -122,9 +124,12 @@ class Regression(ApiModel):
 
 class Outage(ApiModel):
     from_: Duration = Field(alias="from")
-    """How long after the trial is applied Prometheus stops."""
+    """How long after the trial is applied (or after fromPhase) Prometheus stops."""
     to: Duration
-    """When it is back."""
+    """When it is back, counted from the same moment."""
+    from_phase: Phase | None = None
+    """Count from when the trial is first seen in this phase (e.g. Progressing: after preflight,
+    which checks that every query answers) instead of from when it is applied."""
 
 
 class PrometheusOptions(ApiModel):
@@ -137,9 +142,93 @@ class Baseline(ApiModel):
     image: str = "vllm/vllm-openai:v0.11.0"
 
 
+class ActionWhen(ApiModel):
+    phase: Phase | None = None
+    """Fire when the trial is first seen in this phase."""
+    after: Duration | None = None
+    """Fire this long after the trial was applied."""
+
+    @model_validator(mode="after")
+    def _one(self) -> ActionWhen:
+        if (self.phase is None) == (self.after is None):
+            raise ValueError("set exactly one of when.phase and when.after")
+        return self
+
+
+UserDoes = Literal[
+    "pause",
+    "resume",
+    "abort",
+    "approve",
+    "promote",
+    "delete-trial",
+    "scale-baseline",
+    "set-route-weights",
+]
+TRIAL_ACTIONS = ("pause", "resume", "abort", "approve", "promote")
+_CALL = re.compile(r"^\s*([a-z-]+)\s*\((.*)\)\s*$")
+
+
+class ScenarioAction(ApiModel):
+    """What a person, an autoscaler or a GitOps tool does during the scenario."""
+
+    when: ActionWhen
+    do: UserDoes
+    """pause, resume, abort, approve, promote (the acceltrial.dev/action annotation, as the CLI
+    sets it), delete-trial, scale-baseline (needs replicas) or set-route-weights (needs
+    weights). The short forms scale-baseline(3) and set-route-weights(name=100, other=0) work
+    too."""
+    replicas: int | None = Field(default=None, ge=0)
+    """scale-baseline: the baseline Deployment's new replica count."""
+    weights: dict[str, int] | None = None
+    """set-route-weights: the weight of each backendRef of the trial's HTTPRoute rule, by
+    Service name (as Argo CD or a person would write them back)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("do"), str):
+            return data
+        call = _CALL.match(data["do"])
+        if call is None:
+            return data
+        name, arguments = call.group(1), call.group(2).strip()
+        expanded = {**data, "do": name}
+        if name == "scale-baseline" and arguments:
+            expanded["replicas"] = int(arguments) if arguments.isdigit() else arguments
+        elif name == "set-route-weights" and arguments:
+            pairs = [part.split("=", 1) for part in arguments.split(",")]
+            if any(len(pair) != 2 for pair in pairs):
+                raise ValueError("set-route-weights(...) takes name=weight pairs, comma-separated")
+            expanded["weights"] = {k.strip(): v.strip() for k, v in pairs}
+        return expanded
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_in_range(cls, weights: dict[str, int] | None) -> dict[str, int] | None:
+        for name, weight in (weights or {}).items():
+            if not 0 <= weight <= 1_000_000:
+                raise ValueError(f"the weight of {name} must be 0..1000000 (got {weight})")
+        return weights
+
+    @model_validator(mode="after")
+    def _arguments(self) -> ScenarioAction:
+        if self.do == "scale-baseline" and self.replicas is None:
+            raise ValueError("scale-baseline needs replicas (e.g. do: scale-baseline(2))")
+        if self.do == "set-route-weights" and not self.weights:
+            raise ValueError(
+                "set-route-weights needs weights by Service name "
+                "(e.g. weights: {llama3-8b-gpu: 100, llama3-8b-inf2-candidate: 0})"
+            )
+        return self
+
+
 class Expect(ApiModel):
     phase: Phase
-    """The phase the trial must end in."""
+    """The phase the trial must end in (the last phase seen, if the scenario deletes it)."""
+    served_by: Literal["candidate", "baseline"] | None = None
+    """Which variant receives all traffic when the scenario ends, checked from the route (or
+    the baseline Service) and the Ready pods behind it."""
     step: int | None = Field(default=None, ge=0)
     """The step at which it is decided (status.step at the end)."""
     reason: str | None = None
@@ -155,6 +244,11 @@ class Scenario(ApiModel):
     fleet: FleetTraffic
     variants: Variants
     regressions: list[Regression] = Field(default_factory=list)
+    actions: list[ScenarioAction] = Field(default_factory=list)
+    """What users, autoscalers and GitOps do while the trial runs (and after it ends)."""
+    topology: str | None = None
+    """A topology file for the local cluster (relative to the scenario); the default fleet
+    otherwise (operator/acceltrial/sandbox/default-topology.yaml shows the format)."""
     prometheus: PrometheusOptions = PrometheusOptions()
     expect: Expect
     timeout: Duration = "240s"

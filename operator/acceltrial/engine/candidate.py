@@ -25,6 +25,8 @@ Manifest = dict[str, Any]
 TRIAL_LABEL = "acceltrial.dev/trial"
 VARIANT_LABEL = "acceltrial.dev/variant"
 DERIVED_FROM = "acceltrial.dev/derived-from"
+PROMOTED_BY_LABEL = "acceltrial.dev/promoted-by"
+"""Set at promotion on the candidate Deployment and Service, which the trial no longer owns."""
 GPU_RESOURCE = "nvidia.com/gpu"
 NEURONCORE_RESOURCE = "aws.amazon.com/neuroncore"
 NEURON_DEVICE_RESOURCE = "aws.amazon.com/neuron"

@@ -131,7 +131,7 @@ def cost_per_unit(
     per_hour = _positive(per_second)
     if cost_per_hour is None or per_hour is None:
         return None
-    return cost_per_hour / (per_hour * SECONDS_PER_HOUR) * unit
+    return _positive(cost_per_hour / (per_hour * SECONDS_PER_HOUR) * unit)
 
 
 def capacity_per_replica(
@@ -185,7 +185,8 @@ def production_throughput(baseline: Throughput, candidate: Throughput) -> Throug
 
 
 def _times(first: float | None, second: float | None) -> float | None:
-    return None if first is None or second is None else first * second
+    # A product that under- or overflows (absurd prices) is not a figure: None, never 0 or inf.
+    return None if first is None or second is None else _positive(first * second)
 
 
 def _capacity(variant: VariantInput) -> Throughput:
@@ -302,6 +303,7 @@ def variant_status(cost: VariantCost) -> VariantEconomics:
         projected_cost_per_million_tokens=cost.projected_per_million_tokens,
         projected_cost_per_thousand_requests=cost.projected_per_thousand_requests,
         utilization=cost.utilization,
+        projected_replicas=cost.projected_replicas,
     )
 
 

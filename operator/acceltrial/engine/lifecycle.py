@@ -3,7 +3,9 @@ actions to take. Pure, deterministic, and crash-safe by construction: all progre
 returned status, every action is idempotent, so replaying a tick after a crash changes nothing.
 
 Phases: Pending -> Preflight -> Progressing (step 0 waits for the candidate to be Available, then
-steps 1..N) -> Promoting -> BakingIn -> Promoted; Paused on a person's request, on too many
+steps 1..N) -> Promoting (the candidate scaled to what production needs and Available) ->
+BakingIn (all traffic on the candidate, the baseline warm) -> Promoted (the candidate handed over:
+owned by nobody; the baseline at zero); Paused on a person's request, on too many
 inconclusive measurements, or while the last step waits for approval; RollingBack -> RolledBack
 (or Aborted) on any failure, including during the bake; Failed when preflight finds the trial
 cannot start (nothing was created).
@@ -33,10 +35,12 @@ from acceltrial.api.status import (
     EconomicsStatus,
     OriginalRouting,
     Phase,
+    PromotionStatus,
     TrialStatus,
 )
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
 from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
+from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.queries import Variant
 
 UserAction = Literal["pause", "resume", "abort", "promote", "approve"]
@@ -44,6 +48,10 @@ RECENT_RESULTS = 64
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
 _PROGRESSING_PHASES = frozenset({"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"})
 _MEASURED_PHASES = frozenset({"Progressing", "Paused", "BakingIn"})
+_RECONCILING_PHASES = frozenset({*_PROGRESSING_PHASES, "RollingBack"})
+"""Phases the operator moves on from by itself: kstatus' Reconciling."""
+_STALLED_PHASES = frozenset({"RolledBack", "Failed", "Aborted"})
+"""Phases only a person can move on from (a new trial): kstatus' Stalled."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,29 @@ class ScaleBaselineToZero:
 
 
 @dataclass(frozen=True)
+class ScaleCandidate:
+    """Scale the candidate Deployment to ``replicas`` (before it takes all traffic)."""
+
+    replicas: int
+
+
+@dataclass(frozen=True)
+class RetargetAutoscaler:
+    """Point the baseline's HorizontalPodAutoscaler at the candidate, bounds and metrics kept."""
+
+
+@dataclass(frozen=True)
+class RestoreAutoscaler:
+    """Point the HorizontalPodAutoscaler back at what ``status.original.hpa`` recorded."""
+
+
+@dataclass(frozen=True)
+class HandOverCandidate:
+    """Make the candidate Deployment and Service ordinary workloads: no owner, no field
+    ownership by the operator, a label naming the trial that promoted them."""
+
+
+@dataclass(frozen=True)
 class ClearUserAction:
     """Remove the acceltrial.dev/action annotation: each action is handled once."""
 
@@ -84,6 +115,10 @@ Action = (
     | RestoreRouting
     | RemoveCandidate
     | ScaleBaselineToZero
+    | ScaleCandidate
+    | RetargetAutoscaler
+    | RestoreAutoscaler
+    | HandOverCandidate
     | ClearUserAction
 )
 
@@ -117,13 +152,23 @@ class Observation:
     now: datetime
     generation: int
     preflight_problems: tuple[str, ...] = ()
+    preflight_waits: tuple[str, ...] = ()
+    """What the trial waits for before it can start (the baseline still rolling out, say); the
+    trial fails only if it lasts past progressDeadline."""
     routing: OriginalRouting | None = None
     """Routing as the cluster holds it now, before any change by this trial."""
     observed_weight: int | None = None
     """The candidate weight the cluster holds now, as the router reads it back."""
     candidate_available: bool = False
+    candidate_available_replicas: int = 0
+    """Available replicas of the candidate Deployment."""
+    autoscaler: AutoscalerBounds | None = None
+    """Bounds of the HorizontalPodAutoscaler recorded in status.original.hpa (while promoting)."""
     measurement: Measurement | None = None
     action: UserAction | None = None
+    refused: str | None = None
+    """A request the API server refused for good (400, 403, 404, 422), with what was being
+    done: the trial ends instead of retrying forever."""
 
 
 @dataclass(frozen=True)
@@ -157,11 +202,26 @@ def decide(spec: TrialSpec, status: TrialStatus, observation: Observation) -> Ti
     return _Tick(spec, status, observation).run()
 
 
-def on_delete(status: TrialStatus) -> tuple[Action, ...]:
-    """Actions before a deleted trial's finalizer is removed: undo unless it was promoted."""
-    if status.phase in (*TERMINAL_PHASES, None, "Pending"):
+def on_delete(status: TrialStatus, candidate_handed_over: bool) -> tuple[Action, ...]:
+    """Actions before a deleted trial's finalizer is removed (docs/lifecycle.md, "Deleting a
+    trial"): an unfinished trial is rolled back exactly; a promoted one changes nothing but makes
+    sure the candidate no longer belongs to the trial, so garbage collection cannot take it."""
+    phase = status.phase
+    if phase == "Promoted":
+        return (HandOverCandidate(),)
+    if phase in (*TERMINAL_PHASES, None, "Pending"):
         return ()
-    return (RestoreRouting(), RemoveCandidate())
+    if phase in ("Promoting", "BakingIn") and candidate_handed_over:
+        # The promotion was decided and the handover done; only the bookkeeping was left.
+        return (HandOverCandidate(), ScaleBaselineToZero())
+    return _undo(status)
+
+
+def _undo(status: TrialStatus) -> tuple[Action, ...]:
+    """Routing back first (the baseline still has its pods), then its autoscaler, then the
+    candidate goes."""
+    autoscaler = (RestoreAutoscaler(),) if status.original and status.original.hpa else ()
+    return (RestoreRouting(), *autoscaler, RemoveCandidate())
 
 
 @dataclass
@@ -189,6 +249,9 @@ class _Tick:
     # -- phases ----------------------------------------------------------------------------
 
     def _step(self, phase: Phase) -> None:
+        if self.obs.refused is not None and phase != "RollingBack":
+            self._refused(phase, self.obs.refused)
+            return
         if self.obs.action == "abort" and phase != "RollingBack":
             self._roll_back("abort", "aborted by a person (acceltrial.dev/action: abort)")
             return
@@ -203,6 +266,16 @@ class _Tick:
         }
         handlers[phase]()
 
+    def _refused(self, phase: Phase, refusal: str) -> None:
+        reason = f"the API server refused a request (retrying cannot help): {refusal}"
+        if phase in ("Pending", "Preflight"):
+            # Nothing was routed yet; a candidate half-created by the refused tick goes.
+            self.actions.append(RemoveCandidate())
+            self._update(decision=self._decision("rollback", reason))
+            self._enter("Failed", f"{reason}; routing was never changed")
+        else:
+            self._roll_back("rollback", reason)
+
     def _pending(self) -> None:
         self._update(criteria_hash=criteria_hash(self.spec), started_at=self.obs.now)
         self._enter("Preflight", "checking that the trial can start")
@@ -213,10 +286,23 @@ class _Tick:
             self._update(decision=self._decision("none", f"preflight failed: {reason}"))
             self._enter("Failed", f"preflight failed, nothing was changed: {reason}")
             return
+        if self.obs.preflight_waits:
+            self._await_preflight()
+            return
         original = self.status.original or self.obs.routing
         self._update(original=original, step=0, canary_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
         self._enter("Progressing", "deploying the candidate; waiting for it to be Available")
+
+    def _await_preflight(self) -> None:
+        reason = "; ".join(self.obs.preflight_waits)
+        started = self.status.started_at or self.obs.now
+        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
+            why = f"preflight failed after waiting {self.spec.progress_deadline}: {reason}"
+            self._update(decision=self._decision("none", why))
+            self._enter("Failed", f"{why}; nothing was changed")
+        else:
+            self._enter("Preflight", f"waiting before anything changes: {reason}")
 
     def _progressing(self) -> None:
         if self.status.step == 0:
@@ -253,16 +339,49 @@ class _Tick:
             counts = self.status.counts or AnalysisCounts()
             # Resuming grants a fresh allowance of inconclusive measurements.
             self._update(pause_reason=None, counts=counts.model_copy(update={"inconclusive": 0}))
-            self._enter("Progressing", "resumed by a person")
+            # A bake paused on missing data resumes as a bake: all traffic is still there.
+            baking = self.status.canary_weight == 100
+            self._enter("BakingIn" if baking else "Progressing", "resumed by a person")
         elif not awaiting and self.obs.action == "promote":
             self._update(pause_reason=None)
             self._advance()
 
     def _promoting(self) -> None:
+        promotion = self.status.promotion
+        if promotion is None:
+            replicas, why = promotion_replicas(
+                self.spec, self.status.economics, self.obs.autoscaler
+            )
+            promotion = PromotionStatus(replicas=replicas, reason=why)
+            self._update(promotion=promotion, step_started_at=self.obs.now)
+        if self.obs.candidate_available_replicas < promotion.replicas:
+            self._scale_up(promotion)
+            return
         self.actions.append(SetWeight(100))
+        if self.status.original is not None and self.status.original.hpa is not None:
+            self.actions.append(RetargetAutoscaler())
         self._update(canary_weight=100, step_started_at=self.obs.now, counts=AnalysisCounts())
         self._enter(
-            "BakingIn", f"all traffic on the candidate; baking for {self.spec.promotion.bake_time}"
+            "BakingIn",
+            f"all traffic on the candidate ({_replicas(promotion.replicas)}); baking for "
+            f"{self.spec.promotion.bake_time}",
+        )
+
+    def _scale_up(self, promotion: PromotionStatus) -> None:
+        """Scale (again: idempotent) and wait for the replicas, within the progress deadline."""
+        started = self.status.step_started_at or self.obs.now
+        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
+            self._roll_back(
+                "rollback",
+                f"the candidate did not reach {promotion.replicas} Available replicas within "
+                f"{self.spec.progress_deadline} ({self.obs.candidate_available_replicas} were)",
+            )
+            return
+        self.actions.append(ScaleCandidate(promotion.replicas))
+        self._enter(
+            "Promoting",
+            f"scaling the candidate to {promotion.replicas} replicas before it takes all "
+            f"traffic ({promotion.reason}); {self.obs.candidate_available_replicas} Available",
         )
 
     def _baking(self) -> None:
@@ -272,12 +391,23 @@ class _Tick:
         started = self.status.step_started_at or self.obs.now
         baked = self.obs.now >= started + _seconds(self.spec.promotion.bake_time)
         if baked and (self._bake_needs_no_analysis() or self._latest_passed()):
-            self.actions.append(ScaleBaselineToZero())
-            self._update(decision=self._decision("promote", "every step and the bake passed"))
-            self._enter("Promoted", "promoted; the baseline is scaled to zero, not deleted")
+            # Handed over first: from then on nothing the trial leaves behind can remove it.
+            self.actions += [HandOverCandidate(), ScaleBaselineToZero()]
+            promotion = self.status.promotion or PromotionStatus(
+                replicas=self.spec.candidate.replicas, reason="candidate.replicas"
+            )
+            self._update(
+                decision=self._decision("promote", "every step and the bake passed"),
+                promotion=promotion.model_copy(update={"handed_over_at": self.obs.now}),
+            )
+            self._enter(
+                "Promoted",
+                "promoted; the candidate is handed over (owned by nobody) and the baseline is "
+                "scaled to zero, not deleted",
+            )
 
     def _rolling_back(self) -> None:
-        self.actions += [RestoreRouting(), RemoveCandidate()]
+        self.actions += list(_undo(self.status))
         decision = self.status.decision
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
@@ -342,8 +472,8 @@ class _Tick:
         self._enter("Progressing", f"step {number}/{len(self.spec.steps)}: {weight}% of traffic")
 
     def _promote(self) -> None:
-        self._update(pause_reason=None)
-        self._enter("Promoting", "promoting: all traffic moves to the candidate")
+        self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
+        self._enter("Promoting", "promoting: the candidate is scaled for all traffic")
 
     def _pause(self, why: Literal["User", "Inconclusive", "AwaitingApproval"], text: str) -> None:
         self._update(pause_reason=why)
@@ -396,9 +526,15 @@ class _Tick:
         return list(self.status.conditions or [])
 
     def _condition(
-        self, conditions: list[Condition], type_: str, status: ConditionStatus, message: str
+        self,
+        conditions: list[Condition],
+        type_: str,
+        status: ConditionStatus,
+        message: str,
+        reason: str | None = None,
     ) -> list[Condition]:
-        reason = type_ if type_ == SPEC_CHANGE_REJECTED else (self.status.phase or "Pending")
+        if reason is None:
+            reason = type_ if type_ == SPEC_CHANGE_REJECTED else (self.status.phase or "Pending")
         return set_condition(
             conditions,
             type_=type_,
@@ -417,10 +553,46 @@ class _Tick:
         conditions = self._condition(conditions, "Ready", ready, message)
         progressing: ConditionStatus = "True" if phase in _PROGRESSING_PHASES else "False"
         conditions = self._condition(conditions, "Progressing", progressing, message)
-        if phase in ("RolledBack", "Failed", "Aborted"):
+        if phase in _STALLED_PHASES:
             decided = self.status.decision.reason if self.status.decision else message
-            return self._condition(conditions, "Degraded", "True", decided)
-        return remove_condition(conditions, "Degraded")
+            conditions = self._condition(conditions, "Degraded", "True", decided)
+        else:
+            conditions = remove_condition(conditions, "Degraded")
+        return self._kstatus_conditions(conditions)
+
+    def _kstatus_conditions(self, conditions: list[Condition]) -> list[Condition]:
+        """Reconciling while the operator moves the trial on by itself, Stalled while only a
+        person can; otherwise neither (kstatus reads an absent condition as False, and then
+        Ready). A person's pause and a wait for approval are neither: kstatus reads them from
+        Ready=False as InProgress, since the trial has not reached its outcome and nothing is
+        wrong with it."""
+        phase = self.status.phase or "Pending"
+        stalled = self._stalled(conditions)
+        if stalled is not None:
+            reason, message = stalled
+            conditions = remove_condition(conditions, "Reconciling")
+            return self._condition(conditions, "Stalled", "True", message, reason)
+        conditions = remove_condition(conditions, "Stalled")
+        if phase in _RECONCILING_PHASES:
+            return self._condition(conditions, "Reconciling", "True", self.status.message or "")
+        return remove_condition(conditions, "Reconciling")
+
+    def _stalled(self, conditions: list[Condition]) -> tuple[str, str] | None:
+        """(reason, message) when the trial cannot go on without a person, else None."""
+        phase = self.status.phase or "Pending"
+        message = self.status.message or ""
+        if phase in _STALLED_PHASES:
+            return phase, self.status.decision.reason if self.status.decision else message
+        if phase == "Paused" and self.status.pause_reason == "Inconclusive":
+            return "Inconclusive", message
+        held = next((c for c in conditions if c.type == SPEC_CHANGE_REJECTED), None)
+        if held is not None and held.status == "True" and phase != "RollingBack":
+            return SPEC_CHANGE_REJECTED, held.message
+        return None
+
+
+def _replicas(count: int) -> str:
+    return "1 replica" if count == 1 else f"{count} replicas"
 
 
 def _seconds(duration: str) -> timedelta:

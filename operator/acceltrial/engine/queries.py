@@ -1,13 +1,28 @@
 """Query templates and presets: which PromQL measures each criterion, rendered once per variant.
 
-A template may use ``{{namespace}}``, ``{{pods}}``, ``{{deployment}}`` and ``{{interval}}``. Values
-are checked and escaped so that none can break out of a label matcher: ``{{pods}}`` becomes an
-anchored regex of the variant's pod names with regex metacharacters escaped, then escaped again
-for a PromQL double-quoted string.
+A template may use ``{{namespace}}``, ``{{pods}}``, ``{{deployment}}``, ``{{interval}}`` and
+``{{instances}}``. Values are checked and escaped so that none can break out of a label matcher:
+``{{pods}}`` becomes an anchored regex of the variant's pod names with regex metacharacters
+escaped, then escaped again for a PromQL double-quoted string; ``{{instances}}`` the same for the
+EC2 instance ids of the nodes those pods run on.
 
-Presets name the metrics of the usual model servers (sources: vLLM's and TGI's metric docs,
-neuron-monitor's Prometheus exporter, NVIDIA DCGM exporter), so users write ``metric:
-latency_p99`` instead of PromQL.
+Presets name the metrics of the usual model servers, so users write ``metric: latency_p99``
+instead of PromQL, and they answer on the shapes real exporters and real Prometheus setups produce
+(docs/metrics.md):
+
+- vLLM's ``http_requests_total`` has no ``status="5xx"`` series until the first 5xx (status
+  classes come from prometheus-fastapi-instrumentator), so the error count is ``or vector(0)``:
+  zero errors is 0, no traffic at all stays empty (or NaN), which is Inconclusive.
+- vLLM renamed ``vllm:time_per_output_token_seconds`` to ``vllm:inter_token_latency_seconds``
+  (deprecated in 0.11); the two builds of one trial may export either, so both are read.
+- TGI counts ``tgi_request_count`` when a request starts and ``tgi_request_success`` when it
+  ends, so ``1 - success/count`` reads requests in flight as errors; errors are
+  ``tgi_request_failure`` over finished requests instead.
+- Utilization exporters run as DaemonSets: dcgm-exporter behind a ServiceMonitor with
+  ``honorLabels: false`` has the GPU's pod in ``exported_pod`` / ``exported_namespace`` (older
+  releases: ``pod_name`` / ``pod_namespace``); neuron-monitor carries pod labels only with
+  ``--enable-k8s-info`` and otherwise only instance labels, matched through ``{{instances}}``.
+  The first shape that answers is used.
 """
 
 from __future__ import annotations
@@ -23,6 +38,7 @@ Variant = Literal["baseline", "candidate"]
 Accelerator = Literal["gpu", "neuron"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _POD_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
@@ -40,6 +56,10 @@ class VariantTarget:
     deployment: str
     pods: tuple[str, ...]
     accelerator: Accelerator
+    instances: tuple[str, ...] = ()
+    """EC2 instance ids of the nodes the pods run on."""
+    pods_regex: str | None = None
+    """A regex of pod names given directly (``acceltrial check --baseline-pods``), used as is."""
 
 
 def render(template: str, target: VariantTarget, interval: str) -> str:
@@ -47,8 +67,9 @@ def render(template: str, target: VariantTarget, interval: str) -> str:
     values = {
         "namespace": _label_value(target.namespace, _DNS_LABEL, "namespace"),
         "deployment": _label_value(target.deployment, _DNS_LABEL, "deployment"),
-        "pods": _pods_regex(target.pods),
+        "pods": _given_regex(target.pods_regex) if target.pods_regex else _pods_regex(target.pods),
         "interval": promql_duration(interval),
+        "instances": _instances_regex(target.instances),
     }
 
     def substitute(match: re.Match[str]) -> str:
@@ -88,11 +109,33 @@ def _pods_regex(pods: tuple[str, ...]) -> str:
     return regex.replace("\\", "\\\\")  # PromQL string literal: a regex backslash is written \\
 
 
+def _instances_regex(instances: tuple[str, ...]) -> str:
+    for instance in instances:
+        if not _INSTANCE_ID.match(instance):
+            raise TemplateError(f"instance id {instance!r} is not an EC2 instance id")
+    alternatives = "|".join(sorted(set(instances)))
+    return f"^(?:{alternatives})$" if instances else "^$"
+
+
+def _given_regex(regex: str) -> str:
+    try:
+        re.compile(regex)
+    except re.error as error:
+        raise TemplateError(f"pods regex {regex!r} is not a regular expression: {error}") from None
+    return regex.replace("\\", "\\\\").replace('"', '\\"')
+
+
 _WINDOW = "[{{interval}}]"
+# Where exporters put the pod a series belongs to: scraped from the pod itself (or with
+# honorLabels: true), behind a ServiceMonitor with honorLabels: false, dcgm-exporter's old names.
+_POD_LABELS = (("namespace", "pod"), ("exported_namespace", "exported_pod"),
+               ("pod_namespace", "pod_name"))  # fmt: skip
 
 
-def _selector(*extra: str) -> str:
-    return "{" + ", ".join(['namespace="{{namespace}}"', 'pod=~"{{pods}}"', *extra]) + "}"
+def _selector(*extra: str, labels: tuple[str, str] = _POD_LABELS[0]) -> str:
+    namespace, pod = labels
+    matchers = [f'{namespace}="{{{{namespace}}}}"', f'{pod}=~"{{{{pods}}}}"', *extra]
+    return "{" + ", ".join(matchers) + "}"
 
 
 def _rate(metric: str, *extra: str) -> str:
@@ -122,17 +165,42 @@ def _latency_family(histogram: str) -> dict[str, str]:
     }
 
 
+def _quantile_of_either(quantile: str, histogram: str, old_name: str) -> str:
+    """A quantile of whichever of two names of one histogram a server exports (the new wins)."""
+    new = f"rate({histogram}_bucket{_selector()}{_WINDOW})"
+    old = f"rate({old_name}_bucket{_selector()}{_WINDOW})"
+    return f"histogram_quantile({quantile}, sum by (le) ({new} or {old}))"
+
+
+def _zero_if_absent(expression: str) -> str:
+    """A count whose series appears only once it is non-zero: 0 when absent."""
+    return f"({expression} or vector(0))"
+
+
+def _per_pod(aggregate: str, metric: str, by_instance: bool = False) -> str:
+    """``aggregate`` of a per-device metric of the variant's pods, from the first label shape
+    that answers; by instance id last, for exporters without pod labels."""
+    shapes = [f"{aggregate}({metric}{_selector(labels=labels)})" for labels in _POD_LABELS]
+    if by_instance:
+        shapes.append(f'{aggregate}({metric}{{instance_id=~"{{{{instances}}}}"}})')
+    return "(" + " or ".join(shapes) + ")"
+
+
 _VLLM = {
     **_latency_family("vllm:e2e_request_latency_seconds"),
     "ttft_p99": _quantile("0.99", "vllm:time_to_first_token_seconds"),
-    "itl_p99": _quantile("0.99", "vllm:inter_token_latency_seconds"),
+    "itl_p99": _quantile_of_either(
+        "0.99", "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"
+    ),
     "request_rate": _rate("vllm:request_success_total"),
     "token_rate": _rate("vllm:generation_tokens_total"),
-    # vLLM's OpenAI server counts responses by status class (prometheus-fastapi-instrumentator).
-    "error_ratio": _rate("http_requests_total", 'status=~"5.."')
+    # vLLM's OpenAI server counts responses by status class (prometheus-fastapi-instrumentator);
+    # releases before spring 2025 export no http_requests_total: empty, so Inconclusive.
+    "error_ratio": _zero_if_absent(_rate("http_requests_total", 'status=~"5.."'))
     + " / "
     + _rate("http_requests_total"),
 }
+_TGI_FAILURES = _zero_if_absent(_rate("tgi_request_failure"))
 _TGI = {
     **_latency_family("tgi_request_duration"),
     # TGI has no time-to-first-token histogram; its queue time is the closest signal.
@@ -140,14 +208,14 @@ _TGI = {
     "itl_p99": _quantile("0.99", "tgi_request_mean_time_per_token_duration"),
     "request_rate": _rate("tgi_request_success"),
     "token_rate": _rate("tgi_request_generated_tokens_sum"),
-    "error_ratio": f"({_rate('tgi_request_count')} - {_rate('tgi_request_success')})"
-    f" / {_rate('tgi_request_count')}",
+    # Failures over finished requests (tgi_request_count also counts requests still running).
+    "error_ratio": f"{_TGI_FAILURES} / ({_rate('tgi_request_success')} + {_TGI_FAILURES})",
 }
 _UTILIZATION: dict[Accelerator, str] = {
-    # neuron-monitor's exporter, with --enable-k8s-info so series carry the pod's labels.
-    "neuron": f"avg(neuroncore_utilization_ratio{_selector()})",
-    # DCGM exporter with Kubernetes pod mapping; DCGM_FI_DEV_GPU_UTIL is a percentage.
-    "gpu": f"avg(DCGM_FI_DEV_GPU_UTIL{_selector()}) / 100",
+    # neuron-monitor: pod labels with --enable-k8s-info, else the nodes' instance ids.
+    "neuron": _per_pod("avg", "neuroncore_utilization_ratio", by_instance=True),
+    # dcgm-exporter with Kubernetes pod mapping; DCGM_FI_DEV_GPU_UTIL is a percentage.
+    "gpu": _per_pod("avg", "DCGM_FI_DEV_GPU_UTIL") + " / 100",
 }
 PRESETS: dict[str, dict[str, str]] = {"vllm": _VLLM, "tgi": _TGI}
 COST_METRICS = frozenset({"cost_per_million_tokens", "cost_per_thousand_requests"})

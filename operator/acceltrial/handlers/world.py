@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
@@ -19,6 +19,7 @@ from acceltrial.api.spec import Criterion, TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
     CriterionResult,
+    HpaOriginal,
     OriginalRouting,
     SampleCounts,
     TrialStatus,
@@ -34,7 +35,7 @@ from acceltrial.engine.analysis import (
     round_outcome,
 )
 from acceltrial.engine.candidate import (
-    VARIANT_LABEL,
+    PROMOTED_BY_LABEL,
     TrialRef,
     candidate_labels,
     candidate_name,
@@ -53,17 +54,24 @@ from acceltrial.engine.gitops import committable
 from acceltrial.engine.lifecycle import (
     Action,
     DeployCandidate,
+    HandOverCandidate,
     Measurement,
     Observation,
     RemoveCandidate,
+    RestoreAutoscaler,
     RestoreRouting,
+    RetargetAutoscaler,
     ScaleBaselineToZero,
+    ScaleCandidate,
     SetWeight,
     UserAction,
     measurement_due,
 )
+from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
+from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, VariantTarget
 from acceltrial.engine.report import ReportInputs, update_report
+from acceltrial.engine.targets import baseline_pods, variant_target
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodes import schedulable_problem
 from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
@@ -108,6 +116,7 @@ class TrialWorld:
                 baseline_service=self.baseline_service_name,
                 candidate_service=candidate_name(self.trial),
                 port=routing.port,
+                trial=f"{self.trial.namespace}/{self.trial.name}",
             )
         return ReplicasRouter(
             self.kube, self.trial.namespace, self.baseline_name, candidate_name(self.trial)
@@ -123,49 +132,90 @@ class TrialWorld:
         action: UserAction | None,
     ) -> Observation:
         phase = status.phase
-        problems = tuple(self.preflight()) if phase == "Preflight" else ()
+        problems, waits = self.preflight() if phase == "Preflight" else ((), ())
         routing = None
-        if phase == "Preflight" and not problems and status.original is None:
+        if phase == "Preflight" and not problems and not waits and status.original is None:
             routing = self._snapshot()
         observed_weight = None
         if phase in ("Progressing", "Paused", "BakingIn") and status.step:
             observed_weight = self.router.weight()
         measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
+        candidate = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
         return Observation(
             now=now,
             generation=generation,
             preflight_problems=problems,
+            preflight_waits=waits,
             routing=routing,
             observed_weight=observed_weight,
-            candidate_available=self.candidate_available(),
+            candidate_available=candidate is not None and _available(candidate),
+            candidate_available_replicas=_available_replicas(candidate),
+            autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,
         )
 
     def _snapshot(self) -> OriginalRouting:
-        """The routing as found, with the baseline's replicas to remember across promotion."""
+        """The routing as found, with the baseline's replicas and autoscaler to remember across
+        promotion."""
         baseline = self.kube.deployment(self.trial.namespace, self.baseline_name) or {}
         replicas = baseline.get("spec", {}).get("replicas")
         routing = self.router.snapshot()
         if routing.baseline_replicas is None and isinstance(replicas, int):
             routing = routing.model_copy(update={"baseline_replicas": replicas})
+        hpa = self._baseline_autoscaler()
+        if hpa is not None:
+            routing = routing.model_copy(update={"hpa": hpa})
         return routing
 
-    def preflight(self) -> list[str]:
-        """Everything that prevents the trial from starting; nothing is changed."""
+    def _baseline_autoscaler(self) -> HpaOriginal | None:
+        """The HorizontalPodAutoscaler that scales the baseline Deployment, if one does."""
+        for hpa in self.kube.autoscalers(self.trial.namespace):
+            target = hpa.get("spec", {}).get("scaleTargetRef") or {}
+            if target.get("kind") == "Deployment" and target.get("name") == self.baseline_name:
+                return HpaOriginal(name=hpa["metadata"]["name"], scale_target_ref=target)
+        return None
+
+    def _autoscaler(self, status: TrialStatus) -> AutoscalerBounds | None:
+        recorded = status.original.hpa if status.original else None
+        if recorded is None:
+            return None
+        hpa = self.kube.autoscaler(self.trial.namespace, recorded.name)
+        if hpa is None:
+            return None
+        spec = hpa.get("spec", {})
+        return AutoscalerBounds(
+            recorded.name, int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 1))
+        )
+
+    def candidate_handed_over(self) -> bool:
+        """Whether the candidate Deployment exists and no longer belongs to this trial."""
+        deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
+        if deployment is None:
+            return False
+        owners = deployment.get("metadata", {}).get("ownerReferences") or []
+        return all(owner.get("uid") != self.trial.uid for owner in owners)
+
+    def preflight(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What prevents the trial from starting, and what it waits for (a baseline still rolling
+        out, as when GitOps applies it together with the trial); nothing is changed."""
         namespace = self.trial.namespace
         baseline = self.kube.deployment(namespace, self.baseline_name)
         if baseline is None:
-            return [f"baseline Deployment {namespace}/{self.baseline_name} not found"]
-        problems = []
+            return (f"baseline Deployment {namespace}/{self.baseline_name} not found",), ()
+        waits: tuple[str, ...] = ()
         if not _available(baseline):
-            problems.append(f"baseline Deployment {self.baseline_name} is not Available")
+            waits = (f"baseline Deployment {self.baseline_name} is not Available",)
+        problems = []
         if self.kube.service(namespace, self.baseline_service_name) is None:
             problems.append(f"baseline Service {namespace}/{self.baseline_service_name} not found")
         problems += self.router.problems()
         problems += self._capacity_problems()
         problems += self._competing_trials()
-        return problems
+        if not problems and not waits:
+            # Before any traffic moves: the criteria must be measurable on the baseline.
+            waits = tuple(self.metric_problems(datetime.now(UTC)))
+        return tuple(problems), waits
 
     def _capacity_problems(self) -> list[str]:
         candidate = self.spec.candidate
@@ -192,10 +242,6 @@ class TrialWorld:
             f"trial {name} already runs on baseline {self.baseline_name}; one trial per baseline"
             for name in others
         ]
-
-    def candidate_available(self) -> bool:
-        deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
-        return deployment is not None and _available(deployment)
 
     def measure(self, status: TrialStatus, now: datetime) -> Measurement:
         weight = status.canary_weight or 0
@@ -254,18 +300,31 @@ class TrialWorld:
         namespace = self.trial.namespace
         baseline = self.kube.deployment(namespace, self.baseline_name) or {}
         selector = baseline.get("spec", {}).get("selector", {}).get("matchLabels") or {}
-        baseline_pods = [
-            p for p in self.kube.pods(namespace, selector) if VARIANT_LABEL not in _labels(p)
-        ]
-        candidate_pods = self.kube.pods(namespace, candidate_labels(self.trial))
+        nodes = self.kube.nodes()
         return {
-            "baseline": VariantTarget(
-                "baseline", namespace, self.baseline_name, _names(baseline_pods), "gpu"
+            "baseline": variant_target(
+                "baseline", namespace, self.baseline_name,
+                baseline_pods(self.kube.pods(namespace, selector), self.trial.name),
+                nodes=nodes, accelerator="gpu",
             ),
-            "candidate": VariantTarget(
-                "candidate", namespace, candidate_name(self.trial), _names(candidate_pods), "neuron"
+            "candidate": variant_target(
+                "candidate", namespace, candidate_name(self.trial),
+                self.kube.pods(namespace, candidate_labels(self.trial)),
+                nodes=nodes, accelerator="neuron",
             ),
-        }
+        }  # fmt: skip
+
+    def metric_problems(self, now: datetime) -> list[str]:
+        """Every criterion's query run for the baseline: what cannot be judged, and why."""
+        targets = self._targets()
+        try:
+            planned = plan_check(self.spec.analysis, targets, ("baseline",))
+        except TemplateError as error:
+            return [f"a query cannot be rendered: {error}"]
+        interval = timedelta(seconds=duration_seconds(self.spec.analysis.interval))
+        window = MeasurementWindow(now - interval, now, max(1.0, interval.total_seconds() / 4))
+        readings = collect(planned, self._prometheus(), window).readings
+        return unjudgeable(answers(planned, readings))
 
     def _prometheus(self) -> Any:
         prometheus = self.spec.analysis.prometheus
@@ -309,7 +368,7 @@ class TrialWorld:
             # Pods serving when measured: after a rollback the candidate has none left.
             replicas={v: len(t.pods) for v, t in self._targets().items()} if measurement else None,
             price_sources={v: r.price_source for v, r in resources.items()},
-            gitops=self._gitops() if status.phase == "Promoted" else None,
+            gitops=self._gitops(status) if status.phase == "Promoted" else None,
         )
         report = update_report(store.load(self.trial), inputs)
         store.save(self.trial, report)
@@ -317,25 +376,39 @@ class TrialWorld:
         if destination is not None and status.phase in TERMINAL_PHASES:
             S3Reports().upload(destination, self.trial, report)
 
-    def _gitops(self) -> dict[str, Any]:
+    def _gitops(self, status: TrialStatus) -> dict[str, Any]:
         """What to commit after promotion so Git matches the cluster (else a GitOps tool would
-        put the old weights back): the candidate Deployment and the route as they are now."""
-        manifests: dict[str, Any] = {}
-        deployment = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
-        if deployment is not None:
-            manifests["deployment"] = committable(deployment)
+        put the old weights back, or scale the baseline up again): the candidate Deployment and
+        Service, the route, the re-targeted autoscaler and the baseline at zero, as they are."""
+        namespace, name = self.trial.namespace, candidate_name(self.trial)
+        hpa = status.original.hpa if status.original else None
+        found = {
+            "deployment": self.kube.deployment(namespace, name),
+            "service": self.kube.service(namespace, name),
+            "horizontalPodAutoscaler": hpa and self.kube.autoscaler(namespace, hpa.name),
+            "baselineDeployment": self.kube.deployment(namespace, self.baseline_name),
+        }
         routing = self.spec.traffic.gatewayapi
         if self.spec.traffic.router == "gatewayapi" and routing is not None:
-            namespace = routing.http_route_ref.namespace or self.trial.namespace
-            route = self.kube.http_route(namespace, routing.http_route_ref.name)
-            if route is not None:
-                manifests["httpRoute"] = committable(route)
+            route_namespace = routing.http_route_ref.namespace or namespace
+            found["httpRoute"] = self.kube.http_route(route_namespace, routing.http_route_ref.name)
+        manifests = {key: committable(obj) for key, obj in found.items() if obj}
+        if hpa is not None and "deployment" in manifests:
+            # The autoscaler owns the replica count; a count in Git would fight it.
+            manifests["deployment"]["spec"].pop("replicas", None)
         return manifests
 
     # -- acting ----------------------------------------------------------------------------
 
     def execute(self, action: Action, status: TrialStatus) -> None:
-        """Apply one action; each is idempotent, so a retry after a crash is harmless."""
+        """Apply one action; each is idempotent, so a retry after a crash is harmless. A refusal
+        says which action it stopped."""
+        try:
+            self._execute(action, status)
+        except KubeError as error:
+            raise error.doing(_describe(action, candidate_name(self.trial))) from None
+
+    def _execute(self, action: Action, status: TrialStatus) -> None:
         namespace, name = self.trial.namespace, candidate_name(self.trial)
         if isinstance(action, DeployCandidate):
             baseline = self.kube.deployment(namespace, self.baseline_name)
@@ -353,6 +426,43 @@ class TrialWorld:
             self.kube.delete("Deployment", namespace, name)
         elif isinstance(action, ScaleBaselineToZero):
             self.kube.scale(namespace, self.baseline_name, 0)
+        elif isinstance(action, ScaleCandidate):
+            self.kube.scale(namespace, name, action.replicas)
+        elif isinstance(action, RetargetAutoscaler | RestoreAutoscaler):
+            self._point_autoscaler(action, status)
+        elif isinstance(action, HandOverCandidate):
+            promoted_by = {PROMOTED_BY_LABEL: self.trial.name}
+            for kind in ("Deployment", "Service"):
+                self.kube.release(kind, namespace, name, self.trial.uid, promoted_by)
+            self.router.release()
+
+    def _point_autoscaler(
+        self, action: RetargetAutoscaler | RestoreAutoscaler, status: TrialStatus
+    ) -> None:
+        recorded = status.original.hpa if status.original else None
+        if recorded is None:
+            return
+        target = recorded.scale_target_ref
+        if isinstance(action, RetargetAutoscaler):
+            candidate = candidate_name(self.trial)
+            target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": candidate}
+        self.kube.set_autoscaler_target(self.trial.namespace, recorded.name, target)
+
+
+def _describe(action: Action, candidate: str) -> str:
+    """What an action does, for a refusal's message."""
+    said: dict[type, str] = {
+        DeployCandidate: f"creating the candidate Deployment and Service {candidate}",
+        SetWeight: "moving traffic",
+        RestoreRouting: "restoring the routing",
+        RemoveCandidate: f"removing the candidate {candidate}",
+        ScaleBaselineToZero: "scaling the baseline to zero",
+        ScaleCandidate: f"scaling the candidate {candidate}",
+        RetargetAutoscaler: "pointing the HorizontalPodAutoscaler at the candidate",
+        RestoreAutoscaler: "pointing the HorizontalPodAutoscaler back at the baseline",
+        HandOverCandidate: f"handing over the candidate {candidate}",
+    }
+    return said.get(type(action), type(action).__name__)
 
 
 def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> CriterionResult:
@@ -375,6 +485,12 @@ def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> Crit
 def _available(deployment: Manifest) -> bool:
     conditions = deployment.get("status", {}).get("conditions") or []
     return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
+
+
+def _available_replicas(deployment: Manifest | None) -> int:
+    if deployment is None:
+        return 0
+    return int((deployment.get("status") or {}).get("availableReplicas") or 0)
 
 
 def _labels(obj: Manifest) -> dict[str, str]:

@@ -21,9 +21,15 @@ from kubernetes.client.exceptions import ApiException
 
 Manifest = dict[str, Any]
 FIELD_MANAGER = "acceltrial"
+HANDOVER_MANAGER = "acceltrial-handover"
+"""Field manager of the handover patch, kept apart so the operator owns no applied field after."""
 GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES = "gateway.networking.k8s.io", "v1", "httproutes"
 TRIAL_GROUP, TRIAL_VERSION, TRIALS = "acceltrial.dev", "v1alpha1", "acceleratortrials"
 _APPLY = "application/apply-patch+yaml"
+
+
+PERMANENT_STATUSES = frozenset({400, 403, 404, 422})
+"""Refusals a retry cannot change: a bad request, forbidden, a missing object, invalid."""
 
 
 class KubeError(Exception):
@@ -32,6 +38,15 @@ class KubeError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+    @property
+    def permanent(self) -> bool:
+        """Whether retrying cannot help (409 conflicts, 429, 5xx and no answer are temporary)."""
+        return self.status in PERMANENT_STATUSES
+
+    def doing(self, what: str) -> KubeError:
+        """The same error, saying what was being done."""
+        return KubeError(self.status, f"{what}: {self}")
 
 
 @dataclass
@@ -52,6 +67,10 @@ class Kube:
     def _custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.api)
 
+    @property
+    def _autoscaling(self) -> client.AutoscalingV2Api:
+        return client.AutoscalingV2Api(self.api)
+
     def deployment(self, namespace: str, name: str) -> Manifest | None:
         return _read(self._apps.read_namespaced_deployment, name, namespace)
 
@@ -71,6 +90,51 @@ class Kube:
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
         reply = _call(self._core.list_namespaced_pod, namespace, label_selector=label_selector)
         return list(reply.get("items") or [])
+
+    def autoscalers(self, namespace: str) -> list[Manifest]:
+        """The namespace's HorizontalPodAutoscalers (autoscaling/v2)."""
+        reply = _call(self._autoscaling.list_namespaced_horizontal_pod_autoscaler, namespace)
+        return list(reply.get("items") or [])
+
+    def autoscaler(self, namespace: str, name: str) -> Manifest | None:
+        return _read(self._autoscaling.read_namespaced_horizontal_pod_autoscaler, name, namespace)
+
+    def set_autoscaler_target(self, namespace: str, name: str, target: Manifest) -> None:
+        """Point an HPA at ``target`` (its bounds and metrics untouched); a missing HPA is fine."""
+        hpa = self.autoscaler(namespace, name)
+        if hpa is None or hpa.get("spec", {}).get("scaleTargetRef") == target:
+            return
+        operations = [
+            _test_version(hpa),
+            {"op": "replace", "path": "/spec/scaleTargetRef", "value": target},
+        ]
+        _versioned(
+            self._autoscaling.patch_namespaced_horizontal_pod_autoscaler,
+            name, namespace, operations, field_manager=FIELD_MANAGER,
+            _content_type="application/json-patch+json",
+        )  # fmt: skip
+
+    def release(
+        self, kind: str, namespace: str, name: str, owner_uid: str, labels: dict[str, str]
+    ) -> None:
+        """Hand an object over: drop the ownerReference to ``owner_uid`` and every server-side
+        apply entry of our field manager, and add ``labels``. Idempotent; 404 is fine."""
+        read, patch = {
+            "Deployment": (
+                self._apps.read_namespaced_deployment,
+                self._apps.patch_namespaced_deployment,
+            ),
+            "Service": (self._core.read_namespaced_service, self._core.patch_namespaced_service),
+        }[kind]
+        live = _read(read, name, namespace)
+        if live is None:
+            return
+        operations = handover_operations(live, owner_uid, labels)
+        if len(operations) > 1:
+            _versioned(
+                patch, name, namespace, operations, field_manager=HANDOVER_MANAGER,
+                _content_type="application/json-patch+json",
+            )  # fmt: skip
 
     def nodes(self) -> list[Manifest]:
         return list(_call(self._core.list_node).get("items") or [])
@@ -128,23 +192,99 @@ class Kube:
         _call(self._apps.patch_namespaced_deployment_scale, name, namespace, scale)
 
     def set_route_backends(
-        self, route: Manifest, rule_index: int, backend_refs: list[Manifest]
+        self,
+        route: Manifest,
+        rule_index: int,
+        backend_refs: list[Manifest],
+        annotations: dict[str, str | None] | None = None,
     ) -> Manifest:
-        """Replace one rule's backendRefs, only if the route is unchanged since it was read."""
+        """Replace one rule's backendRefs (and set or, with None, remove ``annotations``), only
+        if the route is unchanged since it was read."""
         meta = route["metadata"]
         operations = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+            _test_version(route),
             {
                 "op": "replace",
                 "path": f"/spec/rules/{rule_index}/backendRefs",
                 "value": backend_refs,
             },
+            *annotation_operations(route, annotations or {}),
         ]
         return _call(
             self._custom.patch_namespaced_custom_object,
             GATEWAY_GROUP, GATEWAY_VERSION, meta["namespace"], HTTPROUTES, meta["name"], operations,
             _content_type="application/json-patch+json",
         )  # fmt: skip
+
+
+def annotation_operations(obj: Manifest, wanted: dict[str, str | None]) -> list[Manifest]:
+    """JSON patch operations setting (or, for None, removing) annotations of ``obj``."""
+    current = obj["metadata"].get("annotations")
+    if current is None:
+        kept = {k: v for k, v in wanted.items() if v is not None}
+        return [{"op": "add", "path": "/metadata/annotations", "value": kept}] if kept else []
+    operations: list[Manifest] = []
+    for key, value in wanted.items():
+        path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+        if value is None and key in current:
+            operations.append({"op": "remove", "path": path})
+        elif value is not None and current.get(key) != value:
+            operations.append({"op": "add", "path": path, "value": value})
+    return operations
+
+
+def handover_operations(live: Manifest, owner_uid: str, labels: dict[str, str]) -> list[Manifest]:
+    """The JSON patch that hands ``live`` over; only the resourceVersion test if nothing is left
+    to do. managedFields written back without our apply entry make the server forget our
+    ownership (an empty list would be ignored, so ``[{}]`` clears them all)."""
+    meta = live.get("metadata", {})
+    operations: list[Manifest] = [_test_version(live)]
+    owners = meta.get("ownerReferences") or []
+    kept = [owner for owner in owners if owner.get("uid") != owner_uid]
+    if len(kept) != len(owners):
+        if kept:
+            operations.append({"op": "replace", "path": "/metadata/ownerReferences", "value": kept})
+        else:
+            operations.append({"op": "remove", "path": "/metadata/ownerReferences"})
+    current = meta.get("labels") or {}
+    missing = {k: v for k, v in labels.items() if current.get(k) != v}
+    if missing:
+        operations.append(
+            {"op": "add", "path": "/metadata/labels", "value": {**current, **missing}}
+        )
+    managed = meta.get("managedFields") or []
+    ours = [m for m in managed if m.get("manager") == FIELD_MANAGER]
+    if ours:
+        others = [m for m in managed if m.get("manager") != FIELD_MANAGER]
+        operations.append(
+            {"op": "replace", "path": "/metadata/managedFields", "value": others or [{}]}
+        )
+    return operations
+
+
+def _test_version(obj: Manifest) -> Manifest:
+    version = obj["metadata"]["resourceVersion"]
+    return {"op": "test", "path": "/metadata/resourceVersion", "value": version}
+
+
+def _versioned(method: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """A JSON patch that tests the resourceVersion read: its failed test (422 on the API
+    server) means someone wrote in between, a conflict to retry, not a refusal."""
+    try:
+        _read(method, *args, **kwargs)
+    except KubeError as error:
+        if error.status == 422:
+            raise KubeError(409, f"changed since read, will read again: {error}") from None
+        raise
+
+
+def _refusal(error: ApiException) -> str:
+    """The API server's own sentence (a Status' message), or the raw body."""
+    try:
+        message = json.loads(error.body or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return f"HTTP {error.status}: {message or error.body}"
 
 
 def _read(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest | None:
@@ -161,7 +301,7 @@ def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest:
     try:
         reply = method(*args, _preload_content=False, **kwargs)
     except ApiException as error:
-        raise KubeError(int(error.status or 0), f"HTTP {error.status}: {error.body}") from None
+        raise KubeError(int(error.status or 0), _refusal(error)) from None
     except (OSError, urllib3.exceptions.HTTPError) as error:
         raise KubeError(0, f"the API server cannot be reached: {error}") from None
     body = json.loads(reply.data or b"{}")

@@ -12,6 +12,9 @@ scheduler and kubelet.
 - Scheduler: binds pending pods (:mod:`acceltrial.sandbox.scheduling`), or marks them
   ``PodScheduled=False`` with reason ``Unschedulable``.
 - Kubelet: a bound pod becomes Running and Ready ``ready_delay`` seconds after binding.
+- HorizontalPodAutoscaler (no metrics API here): keeps its target Deployment's replicas within
+  ``minReplicas``..``maxReplicas``; like the real controller it leaves a target scaled to zero
+  alone (condition ``ScalingActive=False``, reason ``ScalingDisabled``).
 - Endpoints: each Service with a selector gets an Endpoints object and an EndpointSlice
   (``kubernetes.io/service-name``) listing its pods' IPs (:mod:`acceltrial.sandbox.endpoints`).
 
@@ -39,6 +42,7 @@ from acceltrial.sandbox.store import Change, Object, Store, timestamp
 
 _BATCH_SECONDS = 0.005
 _WATCHED = {
+    ("autoscaling", "horizontalpodautoscalers"),
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("", "pods"),
@@ -64,6 +68,9 @@ class Controllers:
         self.nodes = self._type("", "nodes")
         self.services = self._type("", "services")
         self.endpoints = self._type("", "endpoints")
+        autoscalers = self.store.registry.find("autoscaling", "v2", "horizontalpodautoscalers")
+        assert autoscalers is not None
+        self.autoscalers = autoscalers
         slices = self.store.registry.find("discovery.k8s.io", "v1", "endpointslices")
         assert slices is not None
         self.slices = slices
@@ -90,6 +97,8 @@ class Controllers:
     def reconcile(self) -> None:
         """One pass over every controller."""
         self._owned = _by_controller(self._all(self.replicasets) + self._all(self.pods))
+        for autoscaler in self._all(self.autoscalers):
+            self._guard(functools.partial(self._autoscale, autoscaler))
         for deployment in self._all(self.deployments):
             self._guard(functools.partial(self._deployment, deployment))
         for replicaset in self._all(self.replicasets):
@@ -217,6 +226,42 @@ class Controllers:
             "conditions": conditions,
         }
         self._write_status(self.deployments, deployment, status)
+
+    # HorizontalPodAutoscaler
+
+    def _autoscale(self, hpa: Object) -> None:
+        meta, spec = hpa["metadata"], hpa.get("spec") or {}
+        target = spec.get("scaleTargetRef") or {}
+        if target.get("kind") != "Deployment":
+            return
+        try:
+            deployment = self.store.get(self.deployments, meta["namespace"], str(target["name"]))
+        except ApiError as error:
+            if error.code != 404:
+                raise
+            return
+        current = _spec_replicas(deployment)
+        low, high = int(spec.get("minReplicas", 1)), int(spec["maxReplicas"])
+        active = not (current == 0 and low != 0)
+        desired = min(max(current, low), high) if active else 0
+        if desired != current:
+            self.store.update(
+                self.deployments,
+                meta["namespace"],
+                target["name"],
+                lambda obj: _with_replicas(obj, desired),
+            )
+        scaling = (
+            _condition("ScalingActive", "True", "ValidMetricFound",
+                       "the HPA was able to compute the replica count")
+            if active
+            else _condition("ScalingActive", "False", "ScalingDisabled",
+                            "scaling is disabled since the replica count of the target is zero")
+        )  # fmt: skip
+        now = timestamp(self.store.clock())
+        conditions = _set_condition(hpa.get("status", {}).get("conditions") or [], now, scaling)
+        status = {"currentReplicas": current, "desiredReplicas": desired, "conditions": conditions}
+        self._write_status(self.autoscalers, hpa, status)
 
     # ReplicaSet
 

@@ -77,13 +77,20 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         elif isinstance(value, list) and key in MERGE_KEYS:
-            result[key] = _merge_by_key(result.get(key) or [], value, MERGE_KEYS[key])
+            result[key] = _merge_by_key(result.get(key) or [], value, _merge_key(key, value))
         elif isinstance(value, list) and key in SCALAR_SETS:
             current = list(result.get(key) or [])
             result[key] = current + [item for item in value if item not in current]
         else:
             result[key] = strategic_merge_patch(result.get(key), value)
     return result
+
+
+def _merge_key(field: str, items: list[Any]) -> str:
+    """A Service's ``ports`` merge by ``port``, a container's by ``containerPort``."""
+    if field == "ports" and items and all(isinstance(i, dict) and "port" in i for i in items):
+        return "port"
+    return MERGE_KEYS[field]
 
 
 def _merge_by_key(current: list[Any], patch: list[Any], merge_key: str) -> list[Any]:

@@ -97,6 +97,13 @@ BUILTIN: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "deployments", "Deployment", short_names=("deploy",), scale=True),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), scale=True),
     ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", status=False),
+    ResourceType(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        short_names=("hpa",),
+    ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", status=False),
     ResourceType("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
     ResourceType("networking.k8s.io", "v1", "ingresses", "Ingress", short_names=("ing",)),

@@ -1,7 +1,10 @@
 """The Gateway API router: weights on one rule of an HTTPRoute.
 
 The rule's backendRefs are recorded verbatim before the first change and written back verbatim
-on rollback. Each write tests the route's resourceVersion, and is read back to verify.
+on rollback. Each write tests the route's resourceVersion, and is read back to verify. While the
+trial changes the route, it carries the annotation ``acceltrial.dev/trial: <namespace>/<name>``,
+so GitOps tools can be told to leave its weights alone (docs/gitops.md); it goes at rollback and at
+promotion.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from acceltrial.api.status import HttpRouteOriginal, OriginalRouting
 from acceltrial.engine.routing import RoutingError, baseline_index, candidate_percent, split
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.routing.port import RoutingProblem
+
+TRIAL_ANNOTATION = "acceltrial.dev/trial"
 
 
 @dataclass
@@ -26,6 +31,8 @@ class GatewayApiRouter:
     baseline_service: str
     candidate_service: str
     port: int | None = None
+    trial: str = ""
+    """``<namespace>/<name>`` of the trial, written into the route's annotation."""
 
     def problems(self) -> list[str]:
         route = self.kube.http_route(self.namespace, self.route_name)
@@ -53,7 +60,7 @@ class GatewayApiRouter:
         refs = _original_refs(original)
         base = refs[baseline_index(refs, self.baseline_service)]
         candidate = {"name": self.candidate_service, "port": self.port or base.get("port")}
-        self._write(split(refs, self.baseline_service, candidate, weight))
+        self._write(split(refs, self.baseline_service, candidate, weight), self.trial)
         held = self.weight()
         if held != weight:
             raise RoutingProblem(f"wrote {weight}% but the HTTPRoute holds {held}%")
@@ -64,11 +71,18 @@ class GatewayApiRouter:
 
     def restore(self, original: OriginalRouting) -> None:
         if self.kube.http_route(self.namespace, self.route_name) is not None:
-            self._write(_original_refs(original))
+            self._write(_original_refs(original), None)
 
-    def _write(self, refs: list[dict[str, Any]]) -> None:
+    def release(self) -> None:
+        """After promotion the route is the user's again: the trial's annotation goes."""
+        route = self.kube.http_route(self.namespace, self.route_name)
+        if route is not None and TRIAL_ANNOTATION in (route["metadata"].get("annotations") or {}):
+            self._write(self._refs(route), None)
+
+    def _write(self, refs: list[dict[str, Any]], trial: str | None) -> None:
         try:
-            self.kube.set_route_backends(self._route(), self.rule_index, refs)
+            annotations = {TRIAL_ANNOTATION: trial}
+            self.kube.set_route_backends(self._route(), self.rule_index, refs, annotations)
         except KubeError as error:
             raise RoutingProblem(f"cannot update the HTTPRoute: {error}") from None
 

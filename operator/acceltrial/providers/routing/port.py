@@ -33,3 +33,7 @@ class Router(Protocol):
     def restore(self, original: OriginalRouting) -> None:
         """Put back exactly what ``original`` recorded."""
         ...
+
+    def release(self) -> None:
+        """After promotion: leave the routing as it is, no longer marked as the trial's."""
+        ...

@@ -30,6 +30,10 @@ class ReplicasRouter:
 
     def set_weight(self, weight: int, original: OriginalRouting) -> None:
         wanted = replicas_for_share(original.baseline_replicas or 1, weight)
+        if weight >= 100:
+            # All traffic never shrinks a candidate already scaled for production.
+            current = self.kube.deployment(self.namespace, self.candidate_deployment) or {}
+            wanted = max(wanted, int(current.get("spec", {}).get("replicas") or 0))
         self.kube.scale(self.namespace, self.candidate_deployment, wanted)
         held = self.kube.deployment(self.namespace, self.candidate_deployment)
         if held is None or held.get("spec", {}).get("replicas") != wanted:
@@ -40,3 +44,6 @@ class ReplicasRouter:
 
     def restore(self, original: OriginalRouting) -> None:
         """Nothing to put back: the baseline was not touched; removing the candidate suffices."""
+
+    def release(self) -> None:
+        """Nothing marks the baseline Service as the trial's."""

@@ -1,0 +1,209 @@
+"""``acceltrial check``: does every criterion of a trial file get a value from this Prometheus?
+
+Runs each criterion's query (each cost input for cost criteria) for the baseline and the
+candidate and prints the value, or why there is none: what preflight checks for the baseline
+before any traffic moves, for both variants and before the trial is applied. Pods are found as
+the operator finds them (the current kubeconfig context), or given as regexes offline. Exits 0
+when every query answers, 1 when one does not, 2 on a usage error (a bad file, flag or URL, an
+unreachable Prometheus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import urllib.parse
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from pydantic import ValidationError
+
+from acceltrial.api.durations import duration_seconds
+from acceltrial.api.spec import TrialSpec
+from acceltrial.api.validation import is_trial_candidate, load_documents, validate_trial
+from acceltrial.cli.trials import CliError, connect
+from acceltrial.engine.analysis import MeasurementWindow
+from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_name
+from acceltrial.engine.metric_check import Answer, answers, plan_check
+from acceltrial.engine.queries import TemplateError, Variant, VariantTarget
+from acceltrial.engine.targets import baseline_pods, variant_target
+from acceltrial.kube.gateway import KubeError
+from acceltrial.providers.metrics.factory import MissingSecret, ResolvedSecrets, client_for
+from acceltrial.providers.metrics.port import MetricsError, collect
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """The check cannot run as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    file: Path
+    prometheus: str | None = None
+    namespace: str | None = None
+    baseline_pods: str | None = None
+    candidate_pods: str | None = None
+
+
+def add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser(
+        "check",
+        help="run a trial file's queries against Prometheus: is every criterion measurable?",
+        description="Run every criterion's query of TRIAL.yaml for the baseline and the "
+        "candidate and print each value, or why there is none. Without --baseline-pods / "
+        "--candidate-pods the pods are found in the current kubeconfig context as the operator "
+        "finds them. Exits 0 when every query answers, 1 when one does not, 2 on a usage error.",
+    )
+    check.add_argument("file", type=Path, metavar="TRIAL.yaml", help="the AcceleratorTrial")
+    check.add_argument(
+        "--prometheus", metavar="URL",
+        help="Prometheus to ask (default: the trial's analysis.prometheus.address)",
+    )  # fmt: skip
+    check.add_argument(
+        "-n", "--namespace", metavar="NS",
+        help="namespace of the model's pods (default: the trial's, else the context's)",
+    )  # fmt: skip
+    check.add_argument("--baseline-pods", metavar="REGEX", help="the baseline's pod names, offline")
+    check.add_argument(
+        "--candidate-pods", metavar="REGEX", help="the candidate's pod names, offline"
+    )
+
+
+def run_check(options: CheckOptions, out: TextIO, err: TextIO) -> int:
+    try:
+        trial, spec = _load(options.file)
+        address = _prometheus_address(options.prometheus or spec.analysis.prometheus.address)
+        targets = _targets(options, trial, spec)
+        prometheus = client_for(
+            spec.analysis.prometheus.model_copy(update={"address": address}), ResolvedSecrets()
+        )
+        _reachable(prometheus, address)
+        found = _run(spec, targets, prometheus)
+    except (UsageError, CliError, MissingSecret) as error:
+        print(f"acceltrial check: {error}", file=err)
+        return USAGE_ERROR
+    _print(found, targets, out)
+    return 0 if found and all(a.usable for a in found) else 1
+
+
+def _load(path: Path) -> tuple[dict[str, Any], TrialSpec]:
+    try:
+        documents = [d.body for d in load_documents(path.read_text(encoding="utf-8"))]
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise UsageError(f"{path} is not valid YAML: {error}") from None
+    trials = [d for d in documents if is_trial_candidate(d)]
+    if len(trials) != 1:
+        raise UsageError(f"{path} must hold exactly one AcceleratorTrial (it holds {len(trials)})")
+    problems = validate_trial(trials[0])
+    if problems:
+        raise UsageError(f"{path} is not a valid trial: " + "; ".join(map(str, problems)))
+    try:
+        return trials[0], TrialSpec.model_validate(trials[0]["spec"])
+    except ValidationError as error:  # validate_trial catches these first
+        raise UsageError(f"{path}: {error}") from None
+
+
+def _prometheus_address(url: str) -> str:
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise UsageError(
+            f"--prometheus {url!r} is not an http(s) URL (e.g. http://127.0.0.1:9090, "
+            "after kubectl port-forward to your Prometheus)"
+        )
+    return url
+
+
+def _targets(
+    options: CheckOptions, trial: dict[str, Any], spec: TrialSpec
+) -> dict[Variant, VariantTarget]:
+    meta = trial.get("metadata") or {}
+    offline = options.baseline_pods is not None or options.candidate_pods is not None
+    if not offline:
+        return _cluster_targets(options, meta, spec)
+    namespace = options.namespace or meta.get("namespace")
+    if not namespace:
+        raise UsageError("offline, --namespace is needed (the trial file names none)")
+    found: dict[Variant, VariantTarget] = {}
+    if options.baseline_pods is not None:
+        found["baseline"] = VariantTarget(
+            "baseline", namespace, spec.baseline.deployment_ref.name, (), "gpu",
+            pods_regex=options.baseline_pods,
+        )  # fmt: skip
+    if options.candidate_pods is not None:
+        found["candidate"] = VariantTarget(
+            "candidate", namespace, f"{meta.get('name')}-candidate", (), "neuron",
+            pods_regex=options.candidate_pods,
+        )  # fmt: skip
+    return found
+
+
+def _cluster_targets(
+    options: CheckOptions, meta: dict[str, Any], spec: TrialSpec
+) -> dict[Variant, VariantTarget]:
+    target = connect(options.namespace or meta.get("namespace"))
+    kube, namespace = target.kube, target.namespace
+    trial = TrialRef(str(meta.get("name")), namespace, "")
+    try:
+        baseline = kube.deployment(namespace, spec.baseline.deployment_ref.name)
+        if baseline is None:
+            raise UsageError(
+                f"baseline Deployment {namespace}/{spec.baseline.deployment_ref.name} not found"
+            )
+        selector = baseline.get("spec", {}).get("selector", {}).get("matchLabels") or {}
+        nodes = kube.nodes()
+        pods = baseline_pods(kube.pods(namespace, selector), trial.name)
+        candidates = kube.pods(namespace, candidate_labels(trial))
+    except KubeError as error:
+        raise UsageError(f"cannot read the cluster: {error}") from None
+    found = {
+        "baseline": variant_target(
+            "baseline", namespace, spec.baseline.deployment_ref.name, pods,
+            nodes=nodes, accelerator="gpu",
+        )
+    }  # fmt: skip
+    if candidates:
+        found["candidate"] = variant_target(
+            "candidate", namespace, candidate_name(trial), candidates,
+            nodes=nodes, accelerator="neuron",
+        )  # fmt: skip
+    return found  # type: ignore[return-value]
+
+
+def _reachable(prometheus: Any, address: str) -> None:
+    try:
+        prometheus.instant("vector(1)", datetime.now(UTC))
+    except MetricsError as error:
+        raise UsageError(f"Prometheus at {address} does not answer: {error}") from None
+
+
+def _run(spec: TrialSpec, targets: dict[Variant, VariantTarget], prometheus: Any) -> list[Answer]:
+    try:
+        planned = plan_check(spec.analysis, targets, tuple(targets))
+    except TemplateError as error:
+        raise UsageError(f"a query cannot be rendered: {error}") from None
+    interval = timedelta(seconds=duration_seconds(spec.analysis.interval))
+    now = datetime.now(UTC)
+    window = MeasurementWindow(now - interval, now, max(1.0, interval.total_seconds() / 4))
+    return answers(planned, collect(planned, prometheus, window).readings)
+
+
+def _print(found: list[Answer], targets: dict[Variant, VariantTarget], out: TextIO) -> None:
+    for variant in ("baseline", "candidate"):
+        if variant not in targets:
+            why = "no pods found" if variant == "candidate" else "not given"
+            print(f"{variant}: not checked ({why}; give --{variant}-pods REGEX)", file=out)
+    width = max((len(a.query.criterion) for a in found), default=9)
+    for a in found:
+        mark = "ok" if a.usable else "NO"
+        said = a.said if a.usable else f"no usable value: {a.said}"
+        print(f"{mark:>2}  {a.query.criterion:<{width}}  {a.query.variant:<9}  {said}", file=out)
+        if not a.usable:
+            print(f"{'':4}{'':<{width}}  {'':<9}  query: {a.query.promql}", file=out)
+    judged = sum(a.usable for a in found)
+    print(f"{judged} of {len(found)} queries give a value to judge", file=out)

@@ -1,0 +1,95 @@
+"""`acceltrial check` offline, as documented: a trial file's queries against a real Prometheus
+holding prepared histories, per criterion and variant, with the documented exit codes."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+TRIAL = yaml.safe_load((REPO / "examples" / "scenarios" / "trial.yaml").read_text())
+
+
+def write_trial(tmp_path: Path, namespace: str | None) -> Path:
+    trial = copy.deepcopy(TRIAL)
+    trial["metadata"] = {"name": "llama3-8b-inf2"} | ({"namespace": namespace} if namespace else {})
+    # The histories end a couple of minutes ago: a 5m rate window reaches into them.
+    trial["spec"]["analysis"]["interval"] = "5m"
+    for step in trial["spec"]["steps"]:
+        step["duration"] = "10m"
+    trial["spec"]["analysis"]["criteria"].append(
+        {"name": "utilization", "metric": "accelerator_utilization", "absolute": {"min": 0.3}}
+    )
+    path = tmp_path / "trial.yaml"
+    path.write_text(yaml.safe_dump(trial))
+    return path
+
+
+def check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acceltrial.cli.main", "check", *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_every_criterion_of_a_healthy_pair_answers(tmp_path: Path, prometheus_url: str) -> None:
+    pods = ["--baseline-pods", "healthy-gpu-.*", "--candidate-pods", "healthy-inf2-.*"]
+    done = check(str(write_trial(tmp_path, "healthy")), "--prometheus", prometheus_url, *pods)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for criterion in ("errors", "p99-latency", "mean-latency", "utilization"):
+        for variant in ("baseline", "candidate"):
+            assert any(line.split()[:3] == ["ok", criterion, variant] for line in lines), (
+                f"{criterion} {variant}: {done.stdout}"
+            )
+    assert "cost (token_rate for the cost model)" in done.stdout
+    assert "12 of 12 queries give a value to judge" in done.stdout
+
+
+def test_a_variant_without_metrics_is_named_with_its_query(
+    tmp_path: Path, prometheus_url: str
+) -> None:
+    pods = ["--baseline-pods", "missing-gpu-.*", "--candidate-pods", "missing-inf2-.*"]
+    done = check(str(write_trial(tmp_path, "missing")), "--prometheus", prometheus_url, *pods)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "NO  p99-latency" in done.stdout
+    assert "no usable value: it returned nothing (an empty result)" in done.stdout
+    rendered = (
+        "query: histogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds"
+        '_bucket{namespace="missing", pod=~"missing-inf2-.*"}'
+    )
+    assert rendered in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("prometheus:9090", "is not an http(s) URL"),
+        ("http://127.0.0.1:1", "does not answer"),
+    ],
+)
+def test_a_bad_or_unreachable_prometheus_is_a_usage_error(
+    tmp_path: Path, url: str, said: str
+) -> None:
+    done = check(str(write_trial(tmp_path, "healthy")), "--prometheus", url,
+                 "--baseline-pods", "a-.*")  # fmt: skip
+    assert done.returncode == 2
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_missing_file_or_namespace_is_a_usage_error(tmp_path: Path) -> None:
+    missing = check(str(tmp_path / "nope.yaml"), "--baseline-pods", "a")
+    assert missing.returncode == 2
+    assert "cannot read" in missing.stderr
+    path = write_trial(tmp_path, None)
+    done = check(str(path), "--prometheus", "http://127.0.0.1:1", "--baseline-pods", "a")
+    assert done.returncode == 2
+    assert "--namespace is needed" in done.stderr

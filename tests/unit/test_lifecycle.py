@@ -454,6 +454,8 @@ def test_a_baseline_still_rolling_out_is_waited_for_then_fails_past_the_deadline
     assert result.status.phase == "Failed"
     assert "after waiting 5m" in (result.status.message or "")
     assert result.actions == ()
+    assert result.status.decision is not None
+    assert result.status.decision.verdict == "none", "nothing was deployed"
 
 
 def test_a_bake_paused_on_missing_data_resumes_as_a_bake() -> None:

@@ -26,10 +26,10 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
-demo: $(INSTALLED) prometheus ## Run a complete trial locally (SCENARIO=promote, SPEED=1); see docs/demo.md.
+demo: $(INSTALLED) tools ## Set up .venv, kubectl, helm and Prometheus, then run a complete trial locally (SCENARIO=promote).
 	$(BIN)/acceltrial demo --scenario $(SCENARIO) --speed $(SPEED)
 
-demo-all: $(INSTALLED) prometheus ## Run every scenario in examples/scenarios, one after another.
+demo-all: $(INSTALLED) tools ## Run every scenario in examples/scenarios, one after another.
 	@set -e; for scenario in $$(ls examples/scenarios/*.yaml | grep -v '/trial.yaml$$'); do \
 		$(BIN)/acceltrial demo --scenario $$scenario --speed $(SPEED); done
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,10 +24,10 @@ from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.sandbox.cluster import Sandbox
+from tests.cli.browser import rendered_text, screenshot
 from tests.conftest import REPO, tool
 from tests.sandbox.conftest import Api
 
-ARTIFACTS = REPO / "artifacts"
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/ml/acceleratortrials"
 T0 = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 
@@ -142,34 +141,15 @@ def test_a_missing_trial_or_no_cluster_is_one_clear_line(cluster: Sandbox, tmp_p
     assert "Traceback" not in done.stderr
 
 
-def chromium() -> str | None:
-    return next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
-
-
+@pytest.mark.slow
 def test_the_html_report_opens_in_headless_chromium(cluster: Sandbox, tmp_path: Path) -> None:
     done = kubectl(cluster, tmp_path, "acceltrial", "report", "llama3-8b-inf2", "-n", "ml",
                    "-o", "html")  # fmt: skip
     assert done.returncode == 0, done.stderr
     page = tmp_path / "report.html"
     page.write_text(done.stdout)
-    assert done.stdout.count("<svg") == 3, "latency, weight and cost charts, inline"
+    assert done.stdout.count("<svg") >= 3, "the weight and the criteria's charts, inline"
     for fetching in ("<script", "<link", 'src="', 'href="http'):
         assert fetching not in done.stdout, "self-contained: nothing to load, nothing to run"
-    browser = chromium()
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Debian's chromium for this test (.ci/run installs it)")
-        pytest.skip("no chromium on this machine (apt-get install chromium)")
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report.png"
-    shot.unlink(missing_ok=True)
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'c'}"]
-    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True,
-                         text=True, timeout=120, check=False)  # fmt: skip
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert "Decision report: ml/llama3-8b-inf2" in dom.stdout
-    taken = subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,2400",
-                            page.as_uri()], capture_output=True, text=True, timeout=120,
-                           check=False)  # fmt: skip
-    assert taken.returncode == 0, taken.stderr[-2000:]
-    assert shot.stat().st_size > 10_000
+    assert "Decision report: ml/llama3-8b-inf2" in rendered_text(page)
+    screenshot(page, "report-kubectl")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ import yaml
 from acceltrial.api.spec import EconomicsSpec
 from acceltrial.engine.economics import Throughput, VariantInput, compare
 from acceltrial.providers.pricing.catalog import bundled_catalog
+from tests.cli.browser import screenshot
 from tests.conftest import REPO, TOOLS_BIN
 from tests.demo.load import Load, cpu_hog, one_minute_load
 from tests.demo.test_scenario_files import SHIPPED
@@ -89,12 +91,15 @@ def run_and_check(name: str, folder: Path) -> str | None:
     env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(
         [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", name,
-         "--result-file", str(result_file)],
+         "--result-file", str(result_file), "--report-dir", str(folder / "report")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     if done.returncode != 0 or "matched" not in done.stdout:
         return f"exit {done.returncode}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+    if shutil.which("chromium"):
+        screenshot(folder / "report" / "report.html", f"report-demo-{name}")
     try:
+        assert_told_in_order(done.stdout)
         check_result(name, json.loads(result_file.read_text()))
     except (AssertionError, KeyError, TypeError) as error:
         return f"{error!r}\n{done.stdout[-4000:]}"
@@ -114,6 +119,17 @@ def check_result(name: str, result: dict[str, Any]) -> None:
     assert result["pids"], "the demo reports what it started"
     for what, pid in result["pids"].items():
         assert not alive(pid), f"{what} (pid {pid}) still runs after the demo"
+
+
+def assert_told_in_order(stdout: str) -> None:
+    """The measurement that decided comes before the rollback it caused; the bar only grows."""
+    lines = stdout.splitlines()
+    measured = [i for i, line in enumerate(lines) if "] measurement at " in line]
+    bars = [lines[i].count("#") for i in measured]
+    assert bars == sorted(bars), "the progress bar never goes backwards"
+    rolling = next((i for i, line in enumerate(lines) if "  RollingBack: " in line), None)
+    if rolling is not None:
+        assert all(i < rolling for i in measured), "a measurement printed after RollingBack"
 
 
 def assert_report_economics_recompute(report: dict[str, Any], status: dict[str, Any]) -> None:

@@ -181,3 +181,14 @@ def test_describe_and_explain(kubectl: Kubectl) -> None:
     assert "Name:         web" in kubectl.ok("describe", "configmap", "web")
     explained = kubectl.ok("explain", "acceleratortrials.spec.steps")
     assert "weight\t<integer> -required-" in explained
+
+
+def test_a_protobuf_body_is_refused_with_the_command_to_use_instead(kubectl: Kubectl) -> None:
+    """kubectl sends protobuf for ``create namespace``; the sandbox reads JSON and YAML only, and
+    its 415 says which kubectl commands work instead."""
+    refused = kubectl("create", "namespace", "team")
+    assert refused.returncode != 0
+    assert "UnsupportedMediaType" in refused.stderr
+    assert "kubectl apply -f FILE" in refused.stderr
+    assert "kubectl create -f FILE" in refused.stderr
+    assert "namespace/serving created" in kubectl.ok("create", "-f", "-", stdin=NAMESPACE)

@@ -162,6 +162,9 @@ def test_preflight_failure_changes_nothing() -> None:
     assert [a for a in driver.actions() if not isinstance(a, ClearUserAction)] == []
     assert condition(driver.status, "Degraded") == ("True", "Failed")
     assert "llama3-gpu not found" in (driver.status.message or "")
+    decision = driver.status.decision
+    assert decision is not None
+    assert decision.verdict == "none", "nothing was deployed, so nothing was rolled back"
 
 
 def test_a_failed_measurement_rolls_back_and_restores_routing() -> None:
@@ -451,6 +454,8 @@ def test_a_baseline_still_rolling_out_is_waited_for_then_fails_past_the_deadline
     assert result.status.phase == "Failed"
     assert "after waiting 5m" in (result.status.message or "")
     assert result.actions == ()
+    assert result.status.decision is not None
+    assert result.status.decision.verdict == "none", "nothing was deployed"
 
 
 def test_a_bake_paused_on_missing_data_resumes_as_a_bake() -> None:

@@ -29,7 +29,7 @@ def report_name(trial: str) -> str:
 
 
 class VariantFigures(ApiModel):
-    """One variant as last measured with traffic."""
+    """One variant as last measured with traffic, and in which measurement window."""
 
     instance_type: str
     replicas: int | None = None
@@ -42,6 +42,13 @@ class VariantFigures(ApiModel):
     utilization: float | None = None
     price_source: str | None = None
     """Where the instance price comes from, or why it is unknown."""
+    measured_at: datetime | None = None
+    """End of the measurement window these figures come from (None: never measured with
+    traffic)."""
+    step: int | None = None
+    """The step of that measurement; 0 for the bake."""
+    weight: int | None = None
+    """The candidate's share of traffic (%) during that measurement."""
 
 
 class Variants(ApiModel):
@@ -66,16 +73,31 @@ class Point(ApiModel):
     step: int
     weight: int
     outcome: Literal["Pass", "Fail", "Inconclusive", "Error"]
+    reason: str | None = None
+    """Why this outcome: the worst criterion and its numbers."""
     baseline: dict[str, float | None] = Field(default_factory=dict)
     candidate: dict[str, float | None] = Field(default_factory=dict)
     """Observed figures by metric name (latency_p99, request_rate, ...), and the projected
     cost_per_million_tokens / cost_per_thousand_requests."""
 
 
+class CriterionLimit(ApiModel):
+    """A criterion's bounds, for the charts: on the candidate's value (absolute) or on its ratio
+    to the baseline's (relative)."""
+
+    kind: Literal["absolute", "relative"]
+    min: float | None = None
+    max: float | None = None
+
+
 class CriterionSummary(ApiModel):
     name: str
     judged: str
     """What is compared with what limit, in words."""
+    metric: str | None = None
+    """The metric judged (None for a custom query)."""
+    limit: CriterionLimit | None = None
+    """Its bounds; None for a statistical criterion (its test has no fixed bound)."""
     from_weight: int = 0
     verdict: str | None = None
     """The latest verdict."""

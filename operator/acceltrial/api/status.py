@@ -198,8 +198,9 @@ class PromotionStatus(ApiModel):
 class Decision(ApiModel):
     """The outcome of the trial and why."""
 
-    verdict: Literal["promote", "rollback", "abort"]
-    """promote, rollback or abort."""
+    verdict: Literal["promote", "rollback", "abort", "none"]
+    """promote, rollback or abort; none when the trial ended before anything was deployed (a
+    failed preflight), so there was nothing to promote or roll back."""
     reason: str = Field(max_length=4096)
     """Why, with the numbers, e.g. 'p99-latency 1.34x baseline (limit 1.10) at 25%'."""
     at: datetime

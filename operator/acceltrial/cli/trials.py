@@ -21,6 +21,8 @@ from acceltrial.kube.gateway import Kube, KubeError
 
 ACTION_ANNOTATION = "acceltrial.dev/action"
 ACTIONS = ("pause", "resume", "abort", "promote", "approve")
+MESSAGE_WIDTH = 80
+"""Longest MESSAGE shown by ``status``; the whole message is in the trial's status.message."""
 Manifest = dict[str, Any]
 
 
@@ -81,12 +83,23 @@ def status_rows(trials: Sequence[Manifest], watching: bool) -> list[list[str]]:
             f"{status.get('step') or 0}/{steps}",
             f"{status.get('canaryWeight') or 0}%",
             _verdicts(status),
-            str(status.get("message") or "")[:60],
+            shorten(str(status.get("message") or ""), MESSAGE_WIDTH),
         ]
         if watching:
             row.insert(4, _bar(status, steps))
         rows.append(row)
     return rows
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` at a space, never inside a word or a name (a name with hyphens
+    is one word), with "..." when something was left out."""
+    if len(text) <= width:
+        return text
+    space = text.rfind(" ", 0, width - 2)
+    # One word longer than the column is shown whole rather than cut.
+    cut = text[:space] if space > 0 else text.split(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "..."
 
 
 def _verdicts(status: Manifest) -> str:

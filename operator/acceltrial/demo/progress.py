@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from acceltrial.engine.queries import COST_METRICS
 from acceltrial.sandbox.fleet.exporter import FleetSnapshot
 
 Manifest = dict[str, Any]
@@ -36,11 +37,15 @@ def bar(done: float) -> str:
 
 
 def progress(status: Manifest, steps: int) -> float:
-    """How far the trial is: steps passed, the bake counting as one more."""
+    """How far the trial got: steps passed, the bake counting as one more. A trial that rolls
+    back keeps the position it had reached, so the bar never goes backwards."""
     phase = status.get("phase")
     if phase in ("Promoted",):
         return 1.0
-    if phase in ("BakingIn", "Promoting"):
+    baked = phase in ("BakingIn", "Promoting") or any(
+        result.get("weight") == 100 for result in status.get("analysis") or []
+    )
+    if baked:
         return steps / (steps + 1)
     return max(0, (status.get("step") or 1) - 1) / (steps + 1)
 
@@ -91,11 +96,22 @@ def latest_results(status: Manifest) -> list[Manifest]:
 
 
 def economics_lines(
-    economics: Mapping[str, Any] | None, instance_types: Sequence[str]
+    economics: Mapping[str, Any] | None,
+    instance_types: Sequence[str],
+    decision: Mapping[str, Any] | None = None,
+    deciding: Mapping[str, str | None] | None = None,
 ) -> list[str]:
+    """The cost figures at the end of a trial. Savings and payback are told as made only when the
+    candidate was promoted; otherwise as what the candidate would have cost, beside the criteria
+    ``deciding`` the outcome."""
+    verdict = (decision or {}).get("verdict")
+    if verdict == "none":
+        return ["Economics: unknown (nothing was deployed, so nothing was measured)"]
     if not economics:
         return ["Economics: no figures (no measurement had the traffic and prices they need)"]
-    lines = ["Economics (all traffic projected on each variant at the target utilization):"]
+    promoted = verdict in (None, "promote")
+    heading = "Economics" if promoted else "Economics had it been promoted"
+    lines = [f"{heading} (all traffic projected on each variant at the target utilization):"]
     per_token = "cost_per_million_tokens"
     for variant, instance in zip(("baseline", "candidate"), instance_types, strict=True):
         figures = economics.get(variant) or {}
@@ -107,14 +123,51 @@ def economics_lines(
             f"utilization {busy}, observed {observed}, projected {projected}"
         )
     savings = economics.get("projectedMonthlySavings")
-    if savings is not None and savings >= 0:
-        lines.append(f"  projected savings: ${savings:,.0f} per month on the candidate")
-    elif savings is not None:
-        lines.append(f"  the candidate would cost ${-savings:,.0f} more per month")
     payback = economics.get("paybackMonths")
-    if payback is not None:
-        lines.append(f"  the migration pays for itself in {payback:.1f} months")
+    if promoted:
+        if savings is not None and savings >= 0:
+            lines.append(f"  projected savings: ${savings:,.0f} per month on the candidate")
+        elif savings is not None:
+            lines.append(f"  the candidate would cost ${-savings:,.0f} more per month")
+        if payback is not None:
+            lines.append(f"  the migration pays for itself in {payback:.1f} months")
+        return lines
+    if savings is not None and savings >= 0:
+        paid = f", paying for the migration in {payback:.1f} months" if payback is not None else ""
+        lines.append(f"  the candidate would have saved ${savings:,.0f} per month{paid};")
+    elif savings is not None:
+        lines.append(f"  the candidate would have cost ${-savings:,.0f} more per month;")
+    lines.append(f"  {_not_promoted(str(verdict), deciding or {})}")
     return lines
+
+
+def _not_promoted(verdict: str, deciding: Mapping[str, str | None]) -> str:
+    what = "rolled back" if verdict == "rollback" else "was aborted"
+    if not deciding:
+        return f"nothing is saved: the trial {what} before any criterion failed"
+    named = ", ".join(deciding)
+    on_cost = [name for name, metric in deciding.items() if metric in COST_METRICS]
+    if on_cost and len(on_cost) == len(deciding):
+        return f"nothing is saved: the trial {what} on its cost criterion {named}"
+    if on_cost:
+        return f"nothing is saved: the trial {what} on {named} (cost among them)"
+    return (
+        f"nothing is saved: the trial {what} on {named}, not on cost;\n"
+        "  the figures above are what the candidate would have cost"
+    )
+
+
+def deciding_criteria(status: Manifest, metrics: Mapping[str, str | None]) -> dict[str, str | None]:
+    """The criteria (name: metric) whose verdict in the last measurement rolled the trial back:
+    the failed ones, else those that did not pass; none for an abort or a candidate that never
+    became Available."""
+    decision = status.get("decision") or {}
+    if decision.get("verdict") != "rollback":
+        return {}
+    latest = latest_results(status)
+    failed = [r["criterion"] for r in latest if r.get("verdict") == "Fail"]
+    named = failed or [r["criterion"] for r in latest if r.get("verdict") != "Pass"]
+    return {name: metrics.get(name) for name in named}
 
 
 def _money(number: float | None) -> str:

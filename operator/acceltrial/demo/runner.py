@@ -28,7 +28,7 @@ from acceltrial.api.crd import render_crd
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.report import REPORT_KEY, Report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
-from acceltrial.cli.render import html_page, markdown
+from acceltrial.cli.render import html_page, markdown, short_hash
 from acceltrial.demo import progress
 from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, TRIALS, Client, baseline_objects
 from acceltrial.demo.scenario import (
@@ -38,6 +38,7 @@ from acceltrial.demo.scenario import (
     load_scenario,
     resolve_path,
     seconds,
+    shipped_scenarios,
 )
 from acceltrial.demo.user import ScriptedUser, served_by
 from acceltrial.sandbox.cluster import Sandbox
@@ -95,6 +96,14 @@ class Run:
 def run_demo(options: DemoOptions, out: TextIO) -> int:
     """Run the scenario; 0 when it ends as ``expect`` says, 1 when not, 2 when it cannot run."""
     path = resolve_path(options.scenario)
+    if not path.is_file():
+        shipped = ", ".join(shipped_scenarios()) or "none found"
+        print(
+            f"acceltrial demo: no scenario {options.scenario!r}: give a shipped scenario "
+            f"({shipped}) or a scenario file (format: docs/demo.md)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         scenario, trial = load_scenario(path)
         trial = at_speed(trial, options.speed)
@@ -388,16 +397,23 @@ def _watch(
 
 @dataclass
 class _Seen:
-    """What was already printed, so each change is told once."""
+    """What was already printed, so each change is told once, in the order it happened: the
+    measurement that decided a step before the phase it led to."""
 
     phase: str | None = None
     step: int | None = None
     measurement: str | None = None
+    done: float = 0.0
+    """The furthest progress shown: the bar never goes backwards."""
     detailed: set[tuple[str, int]] = field(default_factory=set)
 
     def report(self, run: Run, status: Manifest, fleet: Fleet) -> None:
         steps = len(run.trial["spec"]["steps"])
         phase, step = status.get("phase"), status.get("step")
+        at = status.get("lastMeasurementAt")
+        if at and at != self.measurement:
+            self.measurement = at
+            self._measurement(run, status, fleet, steps)
         if phase != self.phase:
             self.phase = phase
             said = status.get("message") or progress.PHASE_STORY.get(str(phase), "")
@@ -406,32 +422,40 @@ class _Seen:
             self.step = step
             weight = status.get("canaryWeight", 0)
             run.say(f"step {step}/{steps}: {weight}% of requests go to the candidate")
-        at = status.get("lastMeasurementAt")
-        if at and at != self.measurement:
-            self.measurement = at
-            self._measurement(run, status, fleet, steps)
 
     def _measurement(self, run: Run, status: Manifest, fleet: Fleet, steps: int) -> None:
+        results = progress.latest_results(status)
+        # The tick that measured may also have moved on (next step, rollback): the results
+        # carry the step and weight they were measured at.
+        measured_step = results[0]["step"] if results else int(status.get("step") or 0)
+        weight = results[0]["weight"] if results else status.get("canaryWeight", 0)
         counts = status.get("counts") or {}
-        outcome = counts.get("lastOutcome", "?")
-        done = progress.bar(progress.progress(status, steps))
-        weight = status.get("canaryWeight", 0)
-        run.say(
-            f"{done} measurement at {weight}%: {outcome} (this step: {counts.get('passes', 0)} "
-            f"passed, {counts.get('failures', 0)} failed, {counts.get('inconclusive', 0)} "
-            "inconclusive)"
+        same_step = bool(counts.get("lastOutcome"))
+        outcome = counts.get("lastOutcome") if same_step else _worst(results)
+        self.done = max(self.done, progress.progress(status, steps))
+        tally = (
+            f" (this step: {counts.get('passes', 0)} passed, {counts.get('failures', 0)} "
+            f"failed, {counts.get('inconclusive', 0)} inconclusive)"
+            if same_step
+            else ""
         )
+        run.say(f"{progress.bar(self.done)} measurement at {weight}%: {outcome}{tally}")
         # Every criterion's numbers for the first measurement of a step and for any that did
         # not pass; a passing repeat is one line.
-        key = (str(status.get("phase")), int(status.get("step") or 0))
+        key = (str(weight), int(measured_step))
         if outcome == "Pass" and key in self.detailed:
             return
         self.detailed.add(key)
         metrics = _metrics_by_criterion(run.trial)
-        for result in progress.latest_results(status):
+        for result in results:
             line = progress.criterion_line(result, metrics.get(result["criterion"]))
             print(f"{'':10}{line}", file=run.out)
         print(f"{'':10}{progress.traffic_line(fleet.snapshot())}", file=run.out, flush=True)
+
+
+def _worst(results: list[Manifest]) -> str:
+    verdicts = {r.get("verdict") for r in results}
+    return next((v for v in ("Fail", "Inconclusive", "Pass") if v in verdicts), "?")
 
 
 def _metrics_by_criterion(trial: Manifest) -> dict[str, str | None]:
@@ -450,7 +474,8 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
     print(f"  why: {decision.get('reason') or status.get('message')}", file=out)
     spec = run.trial["spec"]
     instances = [spec["baseline"]["instanceType"], spec["candidate"]["instanceType"]]
-    for line in progress.economics_lines(status.get("economics"), instances):
+    deciding = progress.deciding_criteria(status, _metrics_by_criterion(run.trial))
+    for line in progress.economics_lines(status.get("economics"), instances, decision, deciding):
         print(line, file=out)
     report = _report(run, client) or run.report
     for line in _report_lines(run, report):
@@ -499,13 +524,16 @@ def _report_lines(run: Run, report: Report | None) -> list[str]:
     return [
         f"Report (ConfigMap {run.namespace}/{name}, `acceltrial report {report.trial}` on a "
         "cluster):",
-        f"  workload: {work.requests_per_second or 0:.1f} req/s, "
+        "  workload: not measured"
+        if work.requests_per_second is None
+        else f"  workload: {work.requests_per_second:.1f} req/s, "
         f"{work.tokens_per_second or 0:.0f} tokens/s, "
         f"{work.concurrency or 0:.1f} requests in flight",
         f"  candidate deployed and served traffic: {'yes' if compatibility.deployed else 'no'}; "
         f"healthy: {'yes' if compatibility.healthy else 'no'}",
         f"  controlled test: {test.measurements} measurements at weights {test.weights_reached} "
-        f"of {test.planned_weights}; criteria hash {test.criteria_hash}; rollback ready: "
+        f"of {test.planned_weights}; criteria hash {short_hash(test.criteria_hash)}; "
+        f"rollback ready: "
         f"{'yes' if test.rollback_ready else 'no'}",
         *(["  GitOps: commit " + ", ".join(report.gitops)] if report.gitops else []),
     ]

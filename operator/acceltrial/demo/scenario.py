@@ -261,16 +261,21 @@ def resolve_path(name: str) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return path
-    checkout = Path(__file__).resolve().parents[3] / SCENARIOS_DIR
-    for folder in (SCENARIOS_DIR, checkout):
+    for folder in _scenario_folders():
         if (folder / f"{name}.yaml").is_file():
             return folder / f"{name}.yaml"
     return SCENARIOS_DIR / f"{name}.yaml"
 
 
+def _scenario_folders() -> tuple[Path, Path]:
+    return SCENARIOS_DIR, Path(__file__).resolve().parents[3] / SCENARIOS_DIR
+
+
 def shipped_scenarios() -> list[str]:
-    """Names of the scenarios in ``examples/scenarios`` (every YAML file but the trial)."""
-    return sorted(p.stem for p in SCENARIOS_DIR.glob("*.yaml") if p.stem != "trial")
+    """Names of the scenarios in ``examples/scenarios`` (every YAML file but the trial), of the
+    working directory or else of the source checkout this package runs from."""
+    folder = next((f for f in _scenario_folders() if f.is_dir()), SCENARIOS_DIR)
+    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "trial")
 
 
 def load_scenario(path: Path) -> tuple[Scenario, Manifest]:

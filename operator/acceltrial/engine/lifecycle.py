@@ -271,7 +271,7 @@ class _Tick:
         if phase in ("Pending", "Preflight"):
             # Nothing was routed yet; a candidate half-created by the refused tick goes.
             self.actions.append(RemoveCandidate())
-            self._update(decision=self._decision("rollback", reason))
+            self._update(decision=self._decision("none", reason))
             self._enter("Failed", f"{reason}; routing was never changed")
         else:
             self._roll_back("rollback", reason)
@@ -283,7 +283,7 @@ class _Tick:
     def _preflight(self) -> None:
         if self.obs.preflight_problems:
             reason = "; ".join(self.obs.preflight_problems)
-            self._update(decision=self._decision("rollback", f"preflight failed: {reason}"))
+            self._update(decision=self._decision("none", f"preflight failed: {reason}"))
             self._enter("Failed", f"preflight failed, nothing was changed: {reason}")
             return
         if self.obs.preflight_waits:
@@ -299,7 +299,7 @@ class _Tick:
         started = self.status.started_at or self.obs.now
         if self.obs.now >= started + _seconds(self.spec.progress_deadline):
             why = f"preflight failed after waiting {self.spec.progress_deadline}: {reason}"
-            self._update(decision=self._decision("rollback", why))
+            self._update(decision=self._decision("none", why))
             self._enter("Failed", f"{why}; nothing was changed")
         else:
             self._enter("Preflight", f"waiting before anything changes: {reason}")
@@ -513,7 +513,9 @@ class _Tick:
     def _update(self, **changes: object) -> None:
         self.status = self.status.model_copy(update=changes)
 
-    def _decision(self, verdict: Literal["promote", "rollback", "abort"], reason: str) -> Decision:
+    def _decision(
+        self, verdict: Literal["promote", "rollback", "abort", "none"], reason: str
+    ) -> Decision:
         return Decision(verdict=verdict, reason=reason, at=self.obs.now)
 
     def _spec_changed(self) -> bool:

@@ -16,6 +16,7 @@ from acceltrial.api.report import (
     TIMELINE_LIMIT,
     Compatibility,
     ControlledTest,
+    CriterionLimit,
     CriterionSummary,
     Point,
     Report,
@@ -105,6 +106,7 @@ def _point(inputs: ReportInputs) -> Point | None:
         step=step,
         weight=weight,
         outcome=measurement.outcome,
+        reason=measurement.reason[:1024],
         baseline=values["baseline"],
         candidate=values["candidate"],
     )
@@ -118,19 +120,26 @@ def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
         "baseline": spec.baseline.instance_type,
         "candidate": spec.candidate.instance_type,
     }
+    first = measurement.results[0] if measurement and measurement.results else None
     for variant, instance in instances.items():
         before = getattr(previous.variants, variant) if previous else None
         current = before or VariantFigures(instance_type=instance)
         observed = (measurement.observed or {}).get(variant) if measurement else None
-        if observed and observed.get("request_rate"):
+        # At 100% the baseline serves nothing: its figures stay those of its last window with
+        # traffic, and say so.
+        serving = not (variant == "baseline" and first is not None and first.weight == 100)
+        if observed and observed.get("request_rate") and serving:
             current = VariantFigures(
                 instance_type=instance,
                 replicas=current.replicas,
                 price_source=current.price_source,
+                measured_at=inputs.now,
+                step=first.step if first else inputs.status.step,
+                weight=first.weight if first else inputs.status.canary_weight,
                 **{field: observed.get(metric) for metric, field in _FIGURES.items()},
             )
         update: dict[str, Any] = {}
-        if inputs.replicas is not None:
+        if inputs.replicas is not None and serving:
             update["replicas"] = inputs.replicas.get(variant, current.replicas)
         if inputs.price_sources is not None:
             update["price_source"] = inputs.price_sources.get(variant)
@@ -192,6 +201,16 @@ def judged(criterion: Criterion) -> str:
     )
 
 
+def _limit(criterion: Criterion) -> CriterionLimit | None:
+    if criterion.absolute is not None:
+        absolute = criterion.absolute
+        return CriterionLimit(kind="absolute", min=absolute.min, max=absolute.max)
+    if criterion.relative is not None:
+        relative = criterion.relative
+        return CriterionLimit(kind="relative", min=relative.min, max=relative.max)
+    return None
+
+
 def _controlled_test(
     spec: TrialSpec, status: TrialStatus, timeline: Sequence[Point]
 ) -> ControlledTest:
@@ -200,6 +219,8 @@ def _controlled_test(
         CriterionSummary(
             name=c.name,
             judged=judged(c),
+            metric=c.metric,
+            limit=_limit(c),
             from_weight=c.from_weight,
             verdict=latest[c.name].verdict if c.name in latest else None,
             reason=latest[c.name].reason if c.name in latest else None,

@@ -72,6 +72,7 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
         result = _act(world, patch, decide(spec, status, observation))
     except RoutingProblem as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+    _log_decisions(trial, status, result.status, observation)
     if observation.measurement is not None or result.status.phase != status.phase:
         _report(world, result.status, observation, now)
     patch.status.update(status_patch(body.get("status") or {}, _dump(result.status)))
@@ -113,6 +114,28 @@ def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
             world.execute(action, status)
     except (KubeError, RoutingProblem) as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+
+
+def _log_decisions(
+    trial: TrialRef, before: TrialStatus, after: TrialStatus, observation: Observation
+) -> None:
+    """The operator's decisions in its own log: each measurement's outcome, each phase change and
+    the final decision, so a log read after the fact tells why the trial went where it did."""
+    name = f"{trial.namespace}/{trial.name}"
+    measurement = observation.measurement
+    if measurement is not None:
+        first = measurement.results[0] if measurement.results else None
+        weight = first.weight if first else before.canary_weight or 0
+        LOG.info("[%s] measurement at %d%%: %s: %s", name, weight, measurement.outcome,
+                 measurement.reason)  # fmt: skip
+        for result in measurement.results:
+            if result.verdict != "Pass":
+                LOG.info("[%s]   %s %s: %s", name, result.criterion, result.verdict, result.reason)
+    if after.phase != before.phase:
+        LOG.info("[%s] phase %s -> %s: %s", name, before.phase or "(new)", after.phase,
+                 after.message or "")  # fmt: skip
+    if after.decision is not None and after.decision != before.decision:
+        LOG.info("[%s] decision %s: %s", name, after.decision.verdict, after.decision.reason)
 
 
 def _report(

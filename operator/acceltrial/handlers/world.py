@@ -8,7 +8,6 @@ nothing itself.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -49,6 +48,7 @@ from acceltrial.engine.costing import (
     observed_values,
     plan_cost_inputs,
 )
+from acceltrial.engine.gitops import committable
 from acceltrial.engine.lifecycle import (
     Action,
     DeployCandidate,
@@ -386,7 +386,7 @@ class TrialWorld:
         if self.spec.traffic.router == "gatewayapi" and routing is not None:
             route_namespace = routing.http_route_ref.namespace or namespace
             found["httpRoute"] = self.kube.http_route(route_namespace, routing.http_route_ref.name)
-        manifests = {key: _committable(obj) for key, obj in found.items() if obj}
+        manifests = {key: committable(obj) for key, obj in found.items() if obj}
         if hpa is not None and "deployment" in manifests:
             # The autoscaler owns the replica count; a count in Git would fight it.
             manifests["deployment"]["spec"].pop("replicas", None)
@@ -474,24 +474,6 @@ def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> Crit
         reason=judgement.reason[:1024],
         at=now,
     )
-
-
-def _committable(manifest: Manifest) -> Manifest:
-    """A live object as it belongs in Git: no status, no server-set metadata."""
-    metadata = manifest.get("metadata", {})
-    kept = {k: metadata[k] for k in ("name", "namespace", "labels", "annotations") if k in metadata}
-    annotations = {
-        k: v for k, v in (kept.get("annotations") or {}).items() if not k.startswith("kubectl.")
-    }
-    kept.pop("annotations", None)
-    if annotations:
-        kept["annotations"] = annotations
-    return {
-        "apiVersion": manifest.get("apiVersion"),
-        "kind": manifest.get("kind"),
-        "metadata": kept,
-        "spec": copy.deepcopy(manifest.get("spec", {})),
-    }
 
 
 def _available(deployment: Manifest) -> bool:

@@ -102,5 +102,8 @@ def unsupported_media_type(content_type: str) -> ApiError:
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f'the body of the request was in an unknown format: "{content_type}"',
+        f'the body of the request was in an unknown format: "{content_type}". This local '
+        "cluster reads JSON and YAML bodies only, and kubectl sends protobuf for commands such "
+        "as 'kubectl create namespace' or 'kubectl create deployment': write the object to a "
+        "file and use 'kubectl apply -f FILE' or 'kubectl create -f FILE' instead",
     )

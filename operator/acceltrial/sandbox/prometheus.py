@@ -1,7 +1,9 @@
 """A real Prometheus for the demo and the tests: its own config and data dir, a loopback port.
 
-The binary is found as ``make tools`` leaves it (``.tools/bin``), else ``PROMETHEUS_BIN``, else
-on ``PATH``. It scrapes the given targets every second, so steps of a few seconds have data.
+The binary is ``PROMETHEUS_BIN``, else the one ``make tools`` (or ``make demo``) leaves in
+``.tools/bin`` of the working directory or of the source checkout this package runs from (so the
+demo finds it from any directory), else ``prometheus`` on ``PATH``. It scrapes the given targets
+every second, so steps of a few seconds have data.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 _LISTENING = re.compile(r'msg="Listening on" address=127\.0\.0\.1:(\d+)')
 LOCAL_TOOLS = Path(".tools") / "bin"
+CHECKOUT_TOOLS = Path(__file__).resolve().parents[3] / LOCAL_TOOLS
 HINT = (
     "Prometheus is needed: run 'make tools' (it installs Debian's prometheus package locally), "
     "install it with 'apt-get install prometheus', or set PROMETHEUS_BIN to a prometheus binary"
@@ -29,7 +32,11 @@ class PrometheusNotFound(Exception):
 
 def find_prometheus() -> str:
     """The prometheus binary to run (see the module docstring), or PrometheusNotFound."""
-    candidates = [os.environ.get("PROMETHEUS_BIN"), str(LOCAL_TOOLS / "prometheus")]
+    candidates = [
+        os.environ.get("PROMETHEUS_BIN"),
+        str(LOCAL_TOOLS / "prometheus"),
+        str(CHECKOUT_TOOLS / "prometheus"),
+    ]
     for candidate in candidates:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate

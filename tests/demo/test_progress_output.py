@@ -1,0 +1,96 @@
+"""What the demo and ``acceltrial status`` print, from a trial's status: the bar never goes
+backwards, a trial that did not promote claims no savings, a message is never cut inside a
+name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acceltrial.cli.trials import shorten, status_rows
+from acceltrial.demo.progress import deciding_criteria, economics_lines, progress
+
+ECONOMICS = {
+    "baseline": {"costPerHour": 2.012, "projectedCostPerMillionTokens": 0.45},
+    "candidate": {"costPerHour": 1.968, "projectedCostPerMillionTokens": 0.30},
+    "projectedMonthlySavings": 767.0,
+    "paybackMonths": 12.5,
+}
+INSTANCES = ("g5.xlarge", "inf2.8xlarge")
+METRICS = {"p99-latency": "latency_p99", "cost": "cost_per_million_tokens"}
+
+
+def result(criterion: str, verdict: str, weight: int) -> dict[str, Any]:
+    return {"criterion": criterion, "verdict": verdict, "weight": weight, "step": 0,
+            "at": "2026-12-03T09:40:00Z"}  # fmt: skip
+
+
+def rolled_back_at_the_bake(on: str) -> dict[str, Any]:
+    failed = on.split("+")
+    results = [result("p99-latency", "Fail" if "p99-latency" in failed else "Pass", 100),
+               result("cost", "Fail" if "cost" in failed else "Pass", 100)]  # fmt: skip
+    decision = {"verdict": "rollback", "reason": f"{on}: beyond the limit at 100%"}
+    return {"phase": "RollingBack", "step": 3, "canaryWeight": 100, "analysis": results,
+            "lastMeasurementAt": "2026-12-03T09:40:00Z", "economics": ECONOMICS,
+            "decision": decision}  # fmt: skip
+
+
+def test_a_rollback_during_the_bake_keeps_the_bar_where_it_was() -> None:
+    baking = progress({"phase": "BakingIn", "step": 3}, steps=3)
+    assert progress(rolled_back_at_the_bake("cost"), steps=3) == baking
+    assert progress({**rolled_back_at_the_bake("cost"), "phase": "RolledBack"}, 3) == baking
+    assert progress({"phase": "Progressing", "step": 2}, 3) < baking
+
+
+def test_a_promotion_tells_the_savings() -> None:
+    lines = economics_lines(ECONOMICS, INSTANCES, {"verdict": "promote"})
+    assert "  projected savings: $767 per month on the candidate" in lines
+    assert "  the migration pays for itself in 12.5 months" in lines
+
+
+@pytest.mark.parametrize(
+    ("criterion", "told"),
+    [
+        ("p99-latency", "the trial rolled back on p99-latency, not on cost"),
+        ("cost", "the trial rolled back on its cost criterion cost"),
+        ("p99-latency+cost", "the trial rolled back on p99-latency, cost (cost among them)"),
+    ],
+)
+def test_a_rollback_tells_what_the_candidate_would_have_cost_and_why(
+    criterion: str, told: str
+) -> None:
+    status = rolled_back_at_the_bake(criterion)
+    deciding = deciding_criteria(status, METRICS)
+    text = "\n".join(economics_lines(ECONOMICS, INSTANCES, status["decision"], deciding))
+    assert list(deciding) == criterion.split("+")
+    assert "projected savings" not in text
+    assert "pays for itself" not in text
+    assert "the candidate would have saved $767 per month" in text
+    assert told in text
+
+
+def test_a_failed_preflight_has_unknown_economics() -> None:
+    lines = economics_lines(None, INSTANCES, {"verdict": "none"})
+    assert lines == ["Economics: unknown (nothing was deployed, so nothing was measured)"]
+
+
+def test_a_long_message_is_cut_between_words_never_inside_a_name() -> None:
+    message = ("rolling back: p99-latency of llama3-8b-inf2-candidate is 1.65x the baseline's "
+               "llama3-8b-gpu (limit max 1.2) at 5%")  # fmt: skip
+    cut = shorten(message, 80)
+    assert len(cut) <= 80
+    assert cut.endswith("...")
+    assert message.startswith(cut.removesuffix("..."))
+    assert message[len(cut) - 3] == " ", "the cut falls on a space"
+    assert shorten("short", 80) == "short"
+    name = "x" * 90
+    assert shorten(f"{name} rest", 80) == f"{name}...", "one long name is shown whole"
+
+
+def test_status_shows_the_message_shortened() -> None:
+    message = "candidate llama3-8b-inf2-candidate " * 5
+    trial = {"metadata": {"name": "t"}, "spec": {"steps": [{}]},
+             "status": {"phase": "Progressing", "message": message}}  # fmt: skip
+    shown = status_rows([trial], watching=False)[1][-1]
+    assert shown.endswith("llama3-8b-inf2-candidate...")

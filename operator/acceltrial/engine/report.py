@@ -122,7 +122,8 @@ def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
         before = getattr(previous.variants, variant) if previous else None
         current = before or VariantFigures(instance_type=instance)
         observed = (measurement.observed or {}).get(variant) if measurement else None
-        if observed and observed.get("request_rate"):
+        refreshed = observed is not None and bool(observed.get("request_rate"))
+        if observed is not None and refreshed:
             current = VariantFigures(
                 instance_type=instance,
                 replicas=current.replicas,
@@ -130,7 +131,9 @@ def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
                 **{field: observed.get(metric) for metric, field in _FIGURES.items()},
             )
         update: dict[str, Any] = {}
-        if inputs.replicas is not None:
+        # Replicas go with the figures they served: a variant without traffic (the baseline
+        # handed over after promotion) keeps the count its figures were measured with.
+        if inputs.replicas is not None and (refreshed or current.replicas is None):
             update["replicas"] = inputs.replicas.get(variant, current.replicas)
         if inputs.price_sources is not None:
             update["price_source"] = inputs.price_sources.get(variant)

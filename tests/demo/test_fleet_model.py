@@ -91,17 +91,23 @@ class Clock:
         return self.now
 
 
-def test_counters_grow_with_served_traffic_and_regressions_apply_from_their_weight() -> None:
-    clock = Clock()
+def fleet_on_view(clock: Clock, *regressions: Regression, wall: float = 1.7e9) -> Fleet:
+    """20 req/s of 50 generated tokens over VIEW (25% to the candidate), on fake clocks."""
     spec = FleetSpec(
         entry=Entry("ml", route="llama3"),
         rps=20,
         prompt_tokens=100,
         generated_tokens=50,
         profiles={"baseline": PROFILE, "candidate": PROFILE},
-        regressions=[Regression("candidate", from_weight=25, error_ratio=0.5)],
+        regressions=regressions,
     )
-    fleet = Fleet("http://unused", spec, clock=clock, reader=lambda _url, _entry: VIEW)
+    reader: Any = lambda _url, _entry: VIEW  # noqa: E731
+    return Fleet("http://unused", spec, clock=clock, reader=reader, wall_clock=lambda: wall)
+
+
+def test_counters_grow_with_served_traffic_and_regressions_apply_from_their_weight() -> None:
+    clock = Clock()
+    fleet = fleet_on_view(clock, Regression("candidate", from_weight=25, error_ratio=0.5))
     fleet.advance()
     clock.now = 10.0
     fleet.advance()
@@ -114,3 +120,22 @@ def test_counters_grow_with_served_traffic_and_regressions_apply_from_their_weig
     assert tokens["inf2-a"] == pytest.approx(10 * 2.5 * 50)
     assert math.isclose(tokens["gpu-a"], 10 * 7.5 * 0.99 * 50)
     assert "DCGM_FI_DEV_GPU_UTIL" not in families, "utilization comes from per-node exporters"
+
+
+def test_a_scrape_between_ticks_sees_counters_as_of_the_scrape_and_stamped_then() -> None:
+    clock = Clock()
+    fleet = fleet_on_view(clock)
+    fleet.advance()
+    clock.now = 10.0
+    fleet.advance()
+    clock.now = 14.0  # the next tick is late on a busy machine; a scrape comes first
+    families = {f.name: f for f in fleet.collect()}
+    tokens = {s.labels["pod"]: s.value for s in families["vllm:generation_tokens"].samples}
+    assert tokens["inf2-a"] == pytest.approx(14 * 5 * 0.99 * 50)
+    stamps = {s.timestamp for f in families.values() for s in f.samples}
+    assert stamps == {1.7e9}, "every sample carries the moment it was computed for"
+    clock.now = 15.0
+    fleet.advance()
+    again = {f.name: f for f in fleet.collect()}
+    tokens = {s.labels["pod"]: s.value for s in again["vllm:generation_tokens"].samples}
+    assert tokens["inf2-a"] == pytest.approx(15 * 5 * 0.99 * 50), "no second counted twice"

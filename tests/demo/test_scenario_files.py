@@ -148,9 +148,9 @@ def test_speed_divides_the_durations_and_refuses_an_unmeasurable_interval() -> N
     _, trial = load_scenario(SCENARIOS / "promote.yaml")
     faster = at_speed(trial, 0.5)["spec"]
     assert [s["duration"] for s in faster["steps"]] == ["12s", "12s", "12s"]
-    assert faster["analysis"]["interval"] == "4s"
+    assert faster["analysis"]["interval"] == "6s"
     with pytest.raises(ValueError, match=r"spec.analysis.interval 1s, shorter than the 2s"):
-        at_speed(trial, 2)
+        at_speed(trial, 3)
 
 
 def test_actions_take_the_short_forms_too(tmp_path: Path) -> None:

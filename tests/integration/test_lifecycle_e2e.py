@@ -2,9 +2,10 @@
 simulated vLLM fleet through a real Prometheus.
 
 Each test runs one trial in its own namespace: promotion, error and latency regressions, missing
-metrics, manual approval, abort while paused, a refused spec change, deletion mid-step, and the
-user mistakes admission cannot catch. Routing must equal ``status.original`` after every
-rollback, and a trial that cannot start must leave the cluster untouched."""
+metrics, manual approval, abort while paused, a refused spec change, deletion mid-step, the user
+mistakes admission cannot catch, and an edit of an ended trial. Routing must equal
+``status.original`` after every rollback, and a trial that cannot start must leave the cluster
+untouched."""
 
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def operator(
     cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     namespaces = sorted({ns for ns, _ in PROFILES} - {"crash", "crash-regress"})
-    namespaces += ["no-baseline", "no-route", "no-node"]
+    namespaces += ["no-baseline", "no-route", "no-node", "ended"]
     process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *namespaces)
     try:
         yield
@@ -378,6 +379,25 @@ def test_mistakes_admission_cannot_catch_fail_with_the_cause_and_change_nothing(
     assert not candidate_exists(api, namespace)
     if setup == "baseline":
         assert backend_refs(api, namespace) == [ROUTE], "the route was never touched"
+
+
+def test_an_ended_trial_observes_an_edit_and_keeps_its_outcome(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "ended", prometheus_url, candidate={"neuronCores": 8})
+    wait_for(api, path, ("Failed",), timeout=60)
+    assert api.merge(path, {"spec": {"candidate": {"neuronCores": 2}}}).status == 200
+
+    def observed() -> dict[str, Any] | None:
+        body: dict[str, Any] = api.get(path).body
+        seen = body["status"].get("observedGeneration") == body["metadata"]["generation"] == 2
+        return body["status"] if seen else None
+
+    status = eventually(observed, timeout=30)
+    assert status["phase"] == "Failed"
+    stalled = next(c for c in status["conditions"] if c["type"] == "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "Failed"), "kstatus: still Failed"
+    assert not candidate_exists(api, "ended"), "an ended trial acts on no edit"
 
 
 def test_the_replicas_router_shares_by_pod_count_behind_the_baseline_service(

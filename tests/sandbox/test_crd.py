@@ -112,6 +112,17 @@ def test_invalid_trials_answer_422_with_the_field_path(
     assert reply.body["message"].startswith('AcceleratorTrial.acceltrial.dev "trial" is invalid')
 
 
+def test_a_name_too_long_for_the_candidates_service_is_refused(with_crd: Api) -> None:
+    """The CRD's root rule on metadata.name (CEL at the root may read metadata.name): a trial
+    whose <name>-candidate Service could not exist is refused at admission, not at runtime."""
+    reply = with_crd.post(TRIALS, mutate(["metadata", "name"], "a" * 54))
+    assert reply.status == 422
+    (cause,) = reply.body["details"]["causes"]
+    assert cause["field"] == "metadata.name"
+    assert "at most 53 characters" in cause["message"]
+    assert with_crd.post(TRIALS, mutate(["metadata", "name"], "a" * 53)).status == 201
+
+
 def test_updates_are_validated_too(with_crd: Api) -> None:
     """Validation runs on every write, so a patch making a valid object invalid answers 422
     and changes nothing."""

@@ -189,8 +189,9 @@ def test_the_operator_as_a_kopf_run_subprocess_admits_trials(
         status = eventually(admitted, timeout=30)
         assert status["observedGeneration"] == 1
         assert status["phase"] == "Pending"
-        [ready] = status["conditions"]
-        assert (ready["type"], ready["reason"]) == ("Ready", "Pending")
+        kinds = {c["type"]: c for c in status["conditions"]}
+        assert (kinds["Ready"]["status"], kinds["Ready"]["reason"]) == ("False", "Pending")
+        assert kinds["Reconciling"]["status"] == "True", "kstatus reads it as in progress"
     finally:
         process.terminate()
         process.wait(timeout=30)

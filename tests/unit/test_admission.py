@@ -27,9 +27,10 @@ def trial() -> dict[str, Any]:
 def test_valid_trial_is_pending(trial: dict[str, Any]) -> None:
     admission = admit(trial, [], generation=1, now=T0)
     assert admission.valid
-    (ready,) = admission.conditions
+    ready, reconciling = admission.conditions
     assert (ready.type, ready.status, ready.reason) == ("Ready", "False", "Pending")
     assert ready.observed_generation == 1
+    assert (reconciling.type, reconciling.status) == ("Reconciling", "True"), "kstatus: InProgress"
 
 
 def test_invalid_trial_names_every_problem(trial: dict[str, Any]) -> None:
@@ -38,7 +39,7 @@ def test_invalid_trial_names_every_problem(trial: dict[str, Any]) -> None:
     bad["spec"]["traffic"]["router"] = "alb"
     admission = admit(bad, [], generation=2, now=T0)
     assert not admission.valid
-    assert [c.type for c in admission.conditions] == ["Degraded", "Ready"]
+    assert [c.type for c in admission.conditions] == ["Degraded", "Ready", "Stalled"]
     assert all(c.reason == INVALID_SPEC for c in admission.conditions)
     assert "spec.steps[1].weight: must be at most 100" in admission.message
     assert "spec.traffic.router: must be one of" in admission.message
@@ -49,7 +50,7 @@ def test_fixing_the_spec_clears_degraded(trial: dict[str, Any]) -> None:
     bad["spec"]["steps"] = []
     first = admit(bad, [], generation=1, now=T0)
     second = admit(trial, first.conditions, generation=2, now=T0 + timedelta(minutes=1))
-    assert [c.type for c in second.conditions] == ["Ready"]
+    assert [c.type for c in second.conditions] == ["Ready", "Reconciling"]
     assert second.conditions[0].observed_generation == 2
 
 

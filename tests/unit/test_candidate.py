@@ -137,6 +137,22 @@ def test_pods_are_pinned_to_the_candidate_instance_type_and_tolerate_neuron() ->
     assert "affinity" not in pod
 
 
+def test_the_neuron_taint_is_tolerated_whatever_its_value() -> None:
+    """Node groups taint aws.amazon.com/neuron with various values (true, present, ...); an
+    Equal toleration the baseline carried for one value is replaced by Exists."""
+    baseline = copy.deepcopy(BASELINE)
+    baseline["spec"]["template"]["spec"]["tolerations"] = [
+        {
+            "key": "aws.amazon.com/neuron",
+            "operator": "Equal",
+            "value": "true",
+            "effect": "NoSchedule",
+        }
+    ]
+    pod = derive_deployment(baseline, SERVICE, spec(neuronCores=2), TRIAL)["spec"]["template"]
+    assert pod["spec"]["tolerations"] == [{"key": "aws.amazon.com/neuron", "operator": "Exists"}]
+
+
 def test_with_gatewayapi_the_baseline_service_does_not_select_the_candidate() -> None:
     derived = derive_deployment(BASELINE, SERVICE, spec(neuronCores=2), TRIAL)
     labels = derived["spec"]["template"]["metadata"]["labels"]

@@ -65,8 +65,16 @@ def test_the_plan_asks_each_variant_for_rates_and_utilization_with_the_preset() 
         }
     )
     planned = {(q.criterion, q.variant): q.promql for q in plan_cost_inputs(analysis, TARGETS)}
-    assert len(planned) == 14, "7 figures per variant: rates, utilization, latency, errors"
+    assert len(planned) == 18, "9 per variant: rates, utilization, latency, errors, evidence"
     assert "DCGM_FI_DEV_GPU_UTIL" in planned[("economics:accelerator_utilization", "baseline")]
+    # Utilization over the same window as the rates it divides.
+    assert "avg_over_time(" in planned[("economics:accelerator_utilization", "baseline")]
+    scrapes = planned[("economics:scrapes", "baseline")]
+    assert "count_over_time(vllm:request_success_total" in scrapes
+    assert (
+        "increase(vllm:e2e_request_latency_seconds_count"
+        in planned[("economics:requests", "candidate")]
+    )
     assert (
         "neuroncore_utilization_ratio"
         in planned[("economics:accelerator_utilization", "candidate")]
@@ -102,3 +110,14 @@ def test_an_unknown_price_or_missing_traffic_is_inconclusive_with_the_cause() ->
     assert judgement.verdict == "Inconclusive"
     assert "the baseline's instance price is unknown (not in the table)" in judgement.reason
     assert "the candidate served no measured traffic" in judgement.reason
+
+
+def test_a_custom_preset_plans_no_server_queries_for_the_cost_model() -> None:
+    """preset: custom has no request or token queries: planning must not fail every
+    measurement; only utilization (from the exporters) is asked for."""
+    analysis = AnalysisSpec.model_validate({
+        "interval": "1m", "prometheus": {"address": "http://p:9090"}, "preset": "custom",
+        "criteria": [{"name": "q", "query": "vector(1)", "absolute": {"max": 2}}],
+    })  # fmt: skip
+    planned = plan_cost_inputs(analysis, TARGETS)
+    assert {q.criterion for q in planned} == {"economics:accelerator_utilization"}

@@ -462,3 +462,21 @@ def test_a_bake_paused_on_missing_data_resumes_as_a_bake() -> None:
     driver.tick(outcome=None, action="resume")
     assert driver.status.phase == "BakingIn"
     assert driver.weights()[-1] == 100
+
+
+def test_a_permanent_refusal_ends_the_trial_instead_of_retrying() -> None:
+    refusal = "creating the candidate Service x-candidate: HTTP 422: Service x is invalid"
+    driver = Driver(make_spec())
+    driver.tick()  # Pending -> Preflight
+    refused = Observation(now=driver.now, generation=1, refused=refusal)
+    result = decide(driver.spec, driver.status, refused)
+    assert result.status.phase == "Failed"
+    assert result.actions == (RemoveCandidate(),), "whatever the refused tick created goes"
+    assert result.status.decision is not None
+    assert refusal in result.status.decision.reason
+    # Once traffic has moved, a refusal rolls back exactly.
+    driver.run_until("Progressing")
+    driver.tick()
+    result = decide(driver.spec, driver.status, refused)
+    assert result.status.phase == "RollingBack"
+    assert "retrying cannot help" in (result.status.message or "")

@@ -69,7 +69,7 @@ def check_rules(schema: Schema, value: Any, path: str = "") -> list[RuleViolatio
 
 
 def _evaluate(rule: dict[str, str], schema: Schema, value: Any, path: str) -> RuleViolation | None:
-    where = path + rule.get("fieldPath", "")
+    where = (path + rule.get("fieldPath", "")).lstrip(".")
     try:
         result = _program(rule["rule"]).evaluate({"self": to_cel(schema, value)})
     except CELEvalError as error:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from acceltrial.api.base import CEL_RULES_KEY, cel
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import TrialStatus
 from acceltrial.api.trial import GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION
@@ -117,6 +118,15 @@ def _model_schema(model: type[TrialSpec] | type[TrialStatus]) -> Schema:
     return structural(raw, raw.get("$defs", {}))
 
 
+MAX_TRIAL_NAME = 63 - len("-candidate")
+NAME_LENGTH_RULE = cel(
+    f"!has(self.metadata.name) || size(self.metadata.name) <= {MAX_TRIAL_NAME}",
+    f"at most {MAX_TRIAL_NAME} characters: the candidate's Service is named <trial>-candidate, "
+    "and a Service name is a DNS label of at most 63; choose a shorter name",
+    field_path=".metadata.name",
+)
+
+
 def open_api_schema() -> Schema:
     """The openAPIV3Schema of the AcceleratorTrial CRD."""
     return {
@@ -125,6 +135,7 @@ def open_api_schema() -> Schema:
         "then the candidate is promoted or rolled back.",
         "type": "object",
         "required": ["spec"],
+        CEL_RULES_KEY: [NAME_LENGTH_RULE],
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},

@@ -67,12 +67,12 @@ MetricName = Literal[
 ]
 
 
+PLACEHOLDER_MESSAGE = "a query template may use only the placeholders"
+
+
 def _placeholder_rule() -> dict[str, str]:
     escaped = QUERY_TEMPLATE_PATTERN.replace("\\", "\\\\")  # CEL string literal escapes
-    return cel(
-        f"self.matches('{escaped}')",
-        f"a query template may use only the placeholders {PLACEHOLDER_HINT}",
-    )
+    return cel(f"self.matches('{escaped}')", f"{PLACEHOLDER_MESSAGE} {PLACEHOLDER_HINT}")
 
 
 class ObjectRef(ApiModel):
@@ -300,7 +300,8 @@ class Criterion(ApiModel):
     """Judge this criterion only at steps whose weight is at least this (e.g. cost at 25%+)."""
     min_samples: int | None = Field(default=None, ge=1, le=100000)
     """Fewest samples per variant for a verdict; fewer makes the measurement inconclusive.
-    Defaults to 1 for absolute and relative criteria and 10 for statistical ones."""
+    Defaults to 1 for absolute and relative criteria and 10 for statistical ones; for cost
+    criteria, the fewest scrapes of each variant's request counter in the window (default 2)."""
     min_requests: float | None = Field(default=None, ge=0)
     """Fewest requests each variant must have served in the window for a verdict."""
 

@@ -36,7 +36,8 @@ class Condition(ApiModel):
     """A condition in the shape of metav1.Condition (kstatus-compatible)."""
 
     type: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$", max_length=316)
-    """Ready, Progressing, Degraded, or a specific one such as SpecChangeRejected."""
+    """Ready, Progressing, Degraded, Reconciling, Stalled, or a specific one such as
+    SpecChangeRejected."""
     status: Literal["True", "False", "Unknown"]
     """Whether the condition holds."""
     observed_generation: int | None = Field(default=None, ge=0)
@@ -154,6 +155,20 @@ class VariantEconomics(ApiModel):
     """Replicas that would carry all production traffic at the target utilization."""
 
 
+class BaselineCostFromSteps(ApiModel):
+    """The baseline's projected cost per unit as the sound measurements of the steps put it.
+
+    During the bake the baseline serves nothing, so relative cost criteria compare the candidate
+    with the median of these figures rather than with a baseline re-measured in an older window.
+    """
+
+    projected_cost_per_million_tokens: list[float] = Field(default_factory=list, max_length=32)
+    """The baseline's projected cost per 1M tokens in each sound step measurement, newest last."""
+    projected_cost_per_thousand_requests: list[float] = Field(default_factory=list, max_length=32)
+    """The baseline's projected cost per 1k requests in each sound step measurement, newest
+    last."""
+
+
 class EconomicsStatus(ApiModel):
     """Summary of the cost comparison; the full figures are in the report."""
 
@@ -165,6 +180,8 @@ class EconomicsStatus(ApiModel):
     """Monthly cost of all traffic on the baseline minus on the candidate, in USD."""
     payback_months: float | None = Field(default=None, ge=0)
     """Months until the savings repay the migration cost."""
+    baseline_from_steps: BaselineCostFromSteps | None = None
+    """The baseline's cost as the steps established it; the bake judges cost against it."""
 
 
 class PromotionStatus(ApiModel):
@@ -227,4 +244,7 @@ class TrialStatus(ApiModel):
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)
-    """Ready, Progressing, Degraded and specific conditions, with observedGeneration."""
+    """Ready, Progressing, Degraded; kstatus' Reconciling (True while the operator moves the trial
+    on) and Stalled (True when only a person can: an invalid spec, RolledBack, Failed, Aborted,
+    paused on inconclusive data, a refused spec change), absent otherwise; and specific conditions
+    such as SpecChangeRejected; each with observedGeneration. See docs/gitops.md."""

@@ -9,6 +9,7 @@ evaluated on the defaulted object. Each problem names the field path the way Kub
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,8 +19,11 @@ import yaml
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from acceltrial.api.base import CEL_RULES_KEY
 from acceltrial.api.cel import Schema, apply_defaults, check_rules
 from acceltrial.api.crd import open_api_schema
+from acceltrial.api.placeholders import ALLOWED_PLACEHOLDERS
+from acceltrial.api.spec import PLACEHOLDER_MESSAGE
 from acceltrial.api.trial import API_VERSION, GROUP, KIND, AcceleratorTrial
 
 
@@ -90,7 +94,11 @@ def _metadata_problems(body: dict[str, Any]) -> list[Problem]:
     metadata = body.get("metadata")
     if not isinstance(metadata, dict) or not (metadata.get("name") or metadata.get("generateName")):
         return [Problem("metadata.name", "required: give the trial a name")]
-    return []
+    # The CRD's root rules (the name's length), as the API server evaluates them.
+    root = {CEL_RULES_KEY: open_api_schema()[CEL_RULES_KEY]}
+    name = metadata.get("name")
+    meta = {"name": name} if isinstance(name, str) else {}
+    return [Problem(v.path, v.message) for v in check_rules(root, {"metadata": meta})]
 
 
 def _rule_problems(spec: dict[str, Any], schema_problem_paths: list[str]) -> list[Problem]:
@@ -99,11 +107,39 @@ def _rule_problems(spec: dict[str, Any], schema_problem_paths: list[str]) -> lis
     # A rule over an object that already has a schema problem inside it judges bad data; the
     # schema problem is the cause to report.
     return [
-        Problem(v.path, v.message)
+        Problem(v.path, _named(v.message, spec, v.path))
         for v in violations
         if not (v.evaluation_error and schema_problem_paths)
         and not any(_within(path, v.path) for path in schema_problem_paths)
     ]
+
+
+def _named(message: str, spec: dict[str, Any], path: str) -> str:
+    """The placeholder rule's message, naming the placeholders the template got wrong."""
+    if not message.startswith(PLACEHOLDER_MESSAGE):
+        return message
+    template = _value_at(spec, path.removeprefix("spec."))
+    if not isinstance(template, str):
+        return message
+    unknown = [n for n in _USED.findall(template) if n not in ALLOWED_PLACEHOLDERS]
+    if not unknown:
+        return message
+    named = ", ".join("{{" + n + "}}" for n in dict.fromkeys(unknown))
+    return f"unknown placeholder {named}; {message}"
+
+
+_USED = re.compile(r"\{\{\s*([^{}\s]*)\s*\}\}")
+_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _value_at(root: Any, path: str) -> Any:
+    node = root
+    for name, index in _STEP.findall(path):
+        try:
+            node = node[int(index)] if index else node[name]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
 
 
 def _within(path: str, ancestor: str) -> bool:

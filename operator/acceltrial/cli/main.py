@@ -11,7 +11,6 @@ from acceltrial import __version__
 from acceltrial.api.crd import render_crd
 from acceltrial.cli.check import CheckOptions, add_check, run_check
 from acceltrial.cli.demo import add_demo
-from acceltrial.cli.sandbox import SandboxOptions, sandbox_up
 from acceltrial.cli.trials import (
     ACTION_ANNOTATION as ACTION,
 )
@@ -24,7 +23,6 @@ from acceltrial.cli.trials import (
     show_status,
 )
 from acceltrial.cli.validate import validate_files
-from acceltrial.demo.runner import DemoOptions, run_demo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,6 +125,20 @@ def _trial_command(args: argparse.Namespace) -> int:
         return 130
 
 
+def _local(args: argparse.Namespace) -> int:
+    """The local cluster and the demo, loaded only when asked for: the trial commands (status,
+    report, check, ...) never load the sandbox or the simulated fleet."""
+    if args.command == "sandbox":
+        from acceltrial.cli.sandbox import SandboxOptions, sandbox_up  # noqa: PLC0415
+
+        options = SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay)
+        return sandbox_up(options, sys.stdout)
+    from acceltrial.demo.runner import DemoOptions, run_demo  # noqa: PLC0415
+
+    demo = DemoOptions(args.scenario, args.speed, args.result_file, args.keep, args.report_dir)
+    return run_demo(demo, sys.stdout)
+
+
 def _offline(args: argparse.Namespace) -> int:
     if args.command == "crd":
         sys.stdout.write(render_crd())
@@ -147,16 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _offline(args)
     if args.command == "check":
         return _check(args)
-    if args.command == "sandbox":
-        return sandbox_up(
-            SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay),
-            sys.stdout,
-        )
-    if args.command == "demo":
-        options = DemoOptions(
-            args.scenario, args.speed, args.result_file, args.keep, args.report_dir
-        )
-        return run_demo(options, sys.stdout)
+    if args.command in ("sandbox", "demo"):
+        return _local(args)
     if args.command in ("status", "report", *ACTIONS):
         return _trial_command(args)
     return 2  # argparse rejects unknown commands before this

@@ -56,12 +56,15 @@ def admit(
         message = f"invalid spec, nothing was changed in the cluster: {listed}"
         updated = condition(conditions, "Ready", "False", INVALID_SPEC, message)
         updated = condition(updated, "Degraded", "True", INVALID_SPEC, message)
-        return Admission(problems, tuple(updated), message)
+        # kstatus: only a person can fix the spec, so the trial is Stalled, not Reconciling.
+        updated = condition(updated, "Stalled", "True", INVALID_SPEC, message)
+        return Admission(problems, tuple(remove_condition(updated, "Reconciling")), message)
     message = "spec is valid; the trial waits to start"
     updated = remove_condition(
         condition(conditions, "Ready", "False", "Pending", message), "Degraded"
     )
-    return Admission((), tuple(updated), message)
+    updated = condition(updated, "Reconciling", "True", "Pending", message)
+    return Admission((), tuple(remove_condition(updated, "Stalled")), message)
 
 
 def _without_status(body: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ The baseline objects are read, never modified. The candidate's pod template is t
 with: the model container's image replaced; ``nvidia.com/gpu`` removed and
 ``aws.amazon.com/neuroncore`` (or ``aws.amazon.com/neuron``) requested; GPU node pinning replaced
 by a node selector on the candidate's instance type; the GPU taint toleration replaced by the
-``aws.amazon.com/neuron`` one; ``NEURON_RT_NUM_CORES`` and ``NEURON_COMPILED_ARTIFACTS`` set; the
+``aws.amazon.com/neuron`` one (``operator: Exists``); ``NEURON_RT_NUM_CORES`` and ``NEURON_COMPILED_ARTIFACTS`` set; the
 trial's labels added; and finally the user's ``podTemplatePatch`` merged (RFC 7386).
 
 Labels decide who routes to the candidate. With the ``gatewayapi`` router its pods drop the
@@ -31,12 +31,9 @@ GPU_RESOURCE = "nvidia.com/gpu"
 NEURONCORE_RESOURCE = "aws.amazon.com/neuroncore"
 NEURON_DEVICE_RESOURCE = "aws.amazon.com/neuron"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-NEURON_TOLERATION = {
-    "key": "aws.amazon.com/neuron",
-    "operator": "Equal",
-    "value": "true",
-    "effect": "NoSchedule",
-}
+NEURON_TOLERATION = {"key": "aws.amazon.com/neuron", "operator": "Exists"}
+"""Whatever value and effect the Neuron node group's taint has (``=true:NoSchedule`` is common,
+not universal), as the Neuron device plugin tolerates it."""
 # Node labels that pin a pod to the GPU pool; the candidate is pinned by instance type instead.
 _PINNING_LABELS = (
     "node.kubernetes.io/instance-type",
@@ -196,9 +193,9 @@ def _pin_to_neuron_nodes(pod: Manifest, instance_type: str) -> None:
         t
         for t in pod.get("tolerations") or []
         if not str(t.get("key", "")).startswith("nvidia.com/")
+        and t.get("key") != NEURON_TOLERATION["key"]
     ]
-    if NEURON_TOLERATION not in tolerations:
-        tolerations.append(dict(NEURON_TOLERATION))
+    tolerations.append(dict(NEURON_TOLERATION))
     pod["tolerations"] = tolerations
 
 

@@ -1,29 +1,65 @@
-"""The cost side of a measurement: which queries feed the cost model, and its inputs from them.
+"""The cost side of a measurement: which queries feed the cost model, its inputs from them, and
+whether the window they come from is sound enough to judge cost on.
 
 Pure. Every measurement also asks, per variant, for the successful request rate, the generated
-token rate and the accelerator utilization (the preset's queries), so ``status.economics`` is kept
-current and cost criteria (``cost_per_million_tokens``, ``cost_per_thousand_requests``) can be
-judged. What the caller resolved from prices and the pod specs comes in as
-:class:`VariantResources`.
+token rate and the accelerator utilization averaged over the same window (the preset's queries),
+so ``status.economics`` is kept current and cost criteria (``cost_per_million_tokens``,
+``cost_per_thousand_requests``) can be judged. What the caller resolved from prices and the pod
+specs comes in as :class:`VariantResources`.
+
+A projection rounds replicas up, so a few percent of throughput read wrong can move a variant by a
+whole replica and its cost by a third. Cost is therefore judged only on sound windows
+(:func:`window_problem`): one that begins within an ``analysis.interval`` of a weight change (its
+first scrapes may predate the change taking effect), or holds fewer scrapes of the request counter
+than the criterion's ``minSamples`` (default 2, what ``rate()`` needs) or fewer requests than its
+``minRequests``, makes the criterion Inconclusive, never Fail. During the bake the baseline serves
+nothing; relative cost criteria then compare the candidate with the median of the baseline's
+projected cost over the sound step measurements (:class:`BaselineCostFromSteps`, kept in
+``status.economics``), not with a baseline re-measured in an older window.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Literal
 
-from acceltrial.api.spec import AnalysisSpec, EconomicsSpec
-from acceltrial.engine.analysis import PlannedQuery, Reading
-from acceltrial.engine.economics import Comparison, Throughput, VariantInput, compare
-from acceltrial.engine.queries import Variant, VariantTarget, preset_template, render
+from acceltrial.api.spec import AnalysisSpec, Criterion, EconomicsSpec
+from acceltrial.api.status import BaselineCostFromSteps, EconomicsStatus
+from acceltrial.engine.analysis import Judgement, PlannedQuery, Reading, judge_cost
+from acceltrial.engine.economics import (
+    Comparison,
+    Throughput,
+    VariantInput,
+    compare,
+    cost_criterion_values,
+    to_status,
+)
+from acceltrial.engine.queries import (
+    COST_METRICS,
+    PRESETS,
+    REQUESTS_METRIC,
+    SCRAPES_METRIC,
+    Variant,
+    VariantTarget,
+    preset_template,
+    render,
+    utilization_over_window,
+)
 
 COST_INPUT_PREFIX = "economics:"
 """Planned queries of the cost model and the report are named like this, never like a criterion."""
 _INPUTS = ("request_rate", "token_rate", "accelerator_utilization")
 OBSERVED_METRICS = (*_INPUTS, "latency_mean", "latency_p50", "latency_p99", "error_ratio")
 """What every measurement records per variant, for the report."""
+_EVIDENCE = (SCRAPES_METRIC, REQUESTS_METRIC)
+"""How much each variant's window holds: scrapes of its request counter, requests served."""
+MIN_SCRAPES = 2
+"""Scrapes a cost criterion needs per variant unless it sets minSamples: rate() needs two."""
+BASELINE_FIGURES_KEPT = 32
 _VARIANTS: tuple[Variant, ...] = ("baseline", "candidate")
 
 
@@ -39,6 +75,25 @@ class VariantResources:
 
 
 @dataclass(frozen=True)
+class CostWindow:
+    """The span a measurement's cost inputs cover, and the weight change it must not straddle."""
+
+    end: datetime
+    """When the measurement is taken; every rate() covers the ``seconds`` before it."""
+    seconds: float
+    """The rate window: ``analysis.interval``."""
+    weight: int
+    weight_set_at: datetime | None
+    """When the current weight was set (``status.stepStartedAt``), if known."""
+    baking: bool = False
+    """At 100% after promotion: the baseline serves nothing."""
+
+    @property
+    def start(self) -> datetime:
+        return self.end - timedelta(seconds=self.seconds)
+
+
+@dataclass(frozen=True)
 class CostFigures:
     """The cost comparison of one measurement and, in words, what kept any figure empty."""
 
@@ -50,12 +105,18 @@ def plan_cost_inputs(
     analysis: AnalysisSpec, targets: Mapping[Variant, VariantTarget]
 ) -> list[PlannedQuery]:
     """Instant queries for each variant's request rate, token rate, utilization, latency (mean,
-    p50, p99) and error ratio: the cost model's inputs and the report's side-by-side figures."""
+    p50, p99) and error ratio (the cost model's inputs and the report's side-by-side figures),
+    and for the scrapes and requests its window holds (whether the figures can be judged)."""
     planned = []
-    for metric in OBSERVED_METRICS:
+    for metric in (*OBSERVED_METRICS, *_EVIDENCE):
         for variant in _VARIANTS:
             target = targets[variant]
-            template = preset_template(analysis.preset, metric, target.accelerator)
+            if metric == "accelerator_utilization":
+                template = utilization_over_window(target.accelerator)
+            elif metric in PRESETS.get(analysis.preset, {}):
+                template = preset_template(analysis.preset, metric, target.accelerator)
+            else:
+                continue  # preset: custom has no server queries; those figures stay unknown
             promql = render(template, target, analysis.interval)
             planned.append(
                 PlannedQuery(f"{COST_INPUT_PREFIX}{metric}", variant, promql, "instant", False)
@@ -92,6 +153,132 @@ def cost_figures(
     production = inputs["candidate"].observed if production_from == "candidate" else None
     comparison = compare(inputs["baseline"], inputs["candidate"], economics, production)
     return CostFigures(comparison, "; ".join(gaps) or "every input was measured")
+
+
+def window_problem(
+    readings: Mapping[tuple[str, Variant], Reading],
+    window: CostWindow,
+    variants: Sequence[Variant],
+    min_scrapes: int = MIN_SCRAPES,
+    min_requests: float | None = None,
+) -> str | None:
+    """Why this window is no sound evidence of the ``variants``' cost, or None when it is."""
+    if window.weight_set_at is not None:
+        settled = window.weight_set_at + timedelta(seconds=window.seconds)
+        if window.start < settled:
+            after = (window.start - window.weight_set_at).total_seconds()
+            return (
+                f"it begins {after:.1f}s after the weight was set to {window.weight}%, less than "
+                f"one analysis.interval ({window.seconds:g}s), so it may hold scrapes from before "
+                "the change"
+            )
+    for variant in variants:
+        scrapes = _evidence(readings, SCRAPES_METRIC, variant)
+        if scrapes is None or scrapes < min_scrapes:
+            held = "no scrapes" if scrapes is None else f"{scrapes:.0f} scrape(s)"
+            return (
+                f"the {variant}'s window holds {held} of its request counter, fewer than the "
+                f"{min_scrapes} the criterion needs (minSamples)"
+            )
+        requests = _evidence(readings, REQUESTS_METRIC, variant)
+        if min_requests is not None and (requests is None or requests < min_requests):
+            served = "an unknown number of" if requests is None else f"{requests:.0f}"
+            return (
+                f"the {variant} served {served} requests in the window, fewer than "
+                f"minRequests {min_requests:g}"
+            )
+    return None
+
+
+def _evidence(
+    readings: Mapping[tuple[str, Variant], Reading], metric: str, variant: Variant
+) -> float | None:
+    return _value(readings.get((COST_INPUT_PREFIX + metric, variant)))
+
+
+def judge_cost_criterion(
+    criterion: Criterion,
+    readings: Mapping[tuple[str, Variant], Reading],
+    costs: CostFigures,
+    window: CostWindow,
+    from_steps: BaselineCostFromSteps | None,
+) -> Judgement:
+    """Judge a cost criterion: Inconclusive on an unsound window (with why), and during the bake
+    a relative one against the baseline's median cost from the steps."""
+    assert criterion.metric in COST_METRICS
+    against_steps = window.baking and criterion.relative is not None
+    variants: tuple[Variant, ...] = (
+        ("candidate",) if against_steps or criterion.absolute is not None else _VARIANTS
+    )
+    problem = window_problem(
+        readings, window, variants, criterion.min_samples or MIN_SCRAPES, criterion.min_requests
+    )
+    if problem is not None:
+        return Judgement(criterion.name, "Inconclusive", f"not judged on this window: {problem}")
+    baseline, candidate = cost_criterion_values(costs.comparison, criterion.metric)
+    if not against_steps:
+        return judge_cost(criterion, baseline, candidate, costs.missing)
+    established = _figures(from_steps, criterion.metric)
+    if not established:
+        return Judgement(
+            criterion.name,
+            "Inconclusive",
+            "the baseline serves nothing during the bake and no sound step measurement "
+            "established its cost to compare with",
+        )
+    judged = judge_cost(criterion, statistics.median(established), candidate, costs.missing)
+    said = f"{judged.reason} (the baseline's median over {len(established)} step measurements)"
+    return Judgement(
+        judged.criterion,
+        judged.verdict,
+        said,
+        baseline=judged.baseline,
+        candidate=judged.candidate,
+        ratio=judged.ratio,
+        baseline_samples=len(established) if judged.baseline is not None else 0,
+        candidate_samples=judged.candidate_samples,
+    )
+
+
+def economics_status(
+    costs: CostFigures,
+    readings: Mapping[tuple[str, Variant], Reading],
+    window: CostWindow,
+    from_steps: BaselineCostFromSteps | None,
+) -> EconomicsStatus:
+    """``status.economics`` after this measurement: its figures, and the baseline's figures from
+    the steps with this one added when it is a sound step measurement."""
+    kept = from_steps or BaselineCostFromSteps()
+    if not window.baking and window_problem(readings, window, _VARIANTS) is None:
+        baseline = costs.comparison.baseline
+        kept = BaselineCostFromSteps(
+            projected_cost_per_million_tokens=_appended(
+                kept.projected_cost_per_million_tokens, baseline.projected_per_million_tokens
+            ),
+            projected_cost_per_thousand_requests=_appended(
+                kept.projected_cost_per_thousand_requests,
+                baseline.projected_per_thousand_requests,
+            ),
+        )
+    status = to_status(costs.comparison)
+    empty = not (
+        kept.projected_cost_per_million_tokens or kept.projected_cost_per_thousand_requests
+    )
+    return status.model_copy(update={"baseline_from_steps": None if empty else kept})
+
+
+def _appended(figures: list[float], figure: float | None) -> list[float]:
+    if figure is None:
+        return figures
+    return [*figures, figure][-BASELINE_FIGURES_KEPT:]
+
+
+def _figures(from_steps: BaselineCostFromSteps | None, metric: str) -> list[float]:
+    if from_steps is None:
+        return []
+    if metric == "cost_per_million_tokens":
+        return from_steps.projected_cost_per_million_tokens
+    return from_steps.projected_cost_per_thousand_requests
 
 
 def observed_values(

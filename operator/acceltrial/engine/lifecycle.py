@@ -48,6 +48,10 @@ RECENT_RESULTS = 64
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
 _PROGRESSING_PHASES = frozenset({"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"})
 _MEASURED_PHASES = frozenset({"Progressing", "Paused", "BakingIn"})
+_RECONCILING_PHASES = frozenset({*_PROGRESSING_PHASES, "RollingBack"})
+"""Phases the operator moves on from by itself: kstatus' Reconciling."""
+_STALLED_PHASES = frozenset({"RolledBack", "Failed", "Aborted"})
+"""Phases only a person can move on from (a new trial): kstatus' Stalled."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,9 @@ class Observation:
     """Bounds of the HorizontalPodAutoscaler recorded in status.original.hpa (while promoting)."""
     measurement: Measurement | None = None
     action: UserAction | None = None
+    refused: str | None = None
+    """A request the API server refused for good (400, 403, 404, 422), with what was being
+    done: the trial ends instead of retrying forever."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +249,9 @@ class _Tick:
     # -- phases ----------------------------------------------------------------------------
 
     def _step(self, phase: Phase) -> None:
+        if self.obs.refused is not None and phase != "RollingBack":
+            self._refused(phase, self.obs.refused)
+            return
         if self.obs.action == "abort" and phase != "RollingBack":
             self._roll_back("abort", "aborted by a person (acceltrial.dev/action: abort)")
             return
@@ -255,6 +265,16 @@ class _Tick:
             "RollingBack": self._rolling_back,
         }
         handlers[phase]()
+
+    def _refused(self, phase: Phase, refusal: str) -> None:
+        reason = f"the API server refused a request (retrying cannot help): {refusal}"
+        if phase in ("Pending", "Preflight"):
+            # Nothing was routed yet; a candidate half-created by the refused tick goes.
+            self.actions.append(RemoveCandidate())
+            self._update(decision=self._decision("rollback", reason))
+            self._enter("Failed", f"{reason}; routing was never changed")
+        else:
+            self._roll_back("rollback", reason)
 
     def _pending(self) -> None:
         self._update(criteria_hash=criteria_hash(self.spec), started_at=self.obs.now)
@@ -504,9 +524,15 @@ class _Tick:
         return list(self.status.conditions or [])
 
     def _condition(
-        self, conditions: list[Condition], type_: str, status: ConditionStatus, message: str
+        self,
+        conditions: list[Condition],
+        type_: str,
+        status: ConditionStatus,
+        message: str,
+        reason: str | None = None,
     ) -> list[Condition]:
-        reason = type_ if type_ == SPEC_CHANGE_REJECTED else (self.status.phase or "Pending")
+        if reason is None:
+            reason = type_ if type_ == SPEC_CHANGE_REJECTED else (self.status.phase or "Pending")
         return set_condition(
             conditions,
             type_=type_,
@@ -525,10 +551,42 @@ class _Tick:
         conditions = self._condition(conditions, "Ready", ready, message)
         progressing: ConditionStatus = "True" if phase in _PROGRESSING_PHASES else "False"
         conditions = self._condition(conditions, "Progressing", progressing, message)
-        if phase in ("RolledBack", "Failed", "Aborted"):
+        if phase in _STALLED_PHASES:
             decided = self.status.decision.reason if self.status.decision else message
-            return self._condition(conditions, "Degraded", "True", decided)
-        return remove_condition(conditions, "Degraded")
+            conditions = self._condition(conditions, "Degraded", "True", decided)
+        else:
+            conditions = remove_condition(conditions, "Degraded")
+        return self._kstatus_conditions(conditions)
+
+    def _kstatus_conditions(self, conditions: list[Condition]) -> list[Condition]:
+        """Reconciling while the operator moves the trial on by itself, Stalled while only a
+        person can; otherwise neither (kstatus reads an absent condition as False, and then
+        Ready). A person's pause and a wait for approval are neither: kstatus reads them from
+        Ready=False as InProgress, since the trial has not reached its outcome and nothing is
+        wrong with it."""
+        phase = self.status.phase or "Pending"
+        stalled = self._stalled(conditions)
+        if stalled is not None:
+            reason, message = stalled
+            conditions = remove_condition(conditions, "Reconciling")
+            return self._condition(conditions, "Stalled", "True", message, reason)
+        conditions = remove_condition(conditions, "Stalled")
+        if phase in _RECONCILING_PHASES:
+            return self._condition(conditions, "Reconciling", "True", self.status.message or "")
+        return remove_condition(conditions, "Reconciling")
+
+    def _stalled(self, conditions: list[Condition]) -> tuple[str, str] | None:
+        """(reason, message) when the trial cannot go on without a person, else None."""
+        phase = self.status.phase or "Pending"
+        message = self.status.message or ""
+        if phase in _STALLED_PHASES:
+            return phase, self.status.decision.reason if self.status.decision else message
+        if phase == "Paused" and self.status.pause_reason == "Inconclusive":
+            return "Inconclusive", message
+        held = next((c for c in conditions if c.type == SPEC_CHANGE_REJECTED), None)
+        if held is not None and held.status == "True" and phase != "RollingBack":
+            return SPEC_CHANGE_REJECTED, held.message
+        return None
 
 
 def _replicas(count: int) -> str:

@@ -146,6 +146,11 @@ def _increase(metric: str) -> str:
     return f"sum(increase({metric}{_selector()}{_WINDOW}))"
 
 
+def _scrapes(counter: str) -> str:
+    # The fewest scrapes any of the variant's series holds in the window.
+    return f"min(count_over_time({counter}{_selector()}{_WINDOW}))"
+
+
 def _quantile(quantile: str, histogram: str) -> str:
     buckets = f"{histogram}_bucket{_selector()}{_WINDOW}"
     return f"histogram_quantile({quantile}, sum by (le) (rate({buckets})))"
@@ -177,13 +182,20 @@ def _zero_if_absent(expression: str) -> str:
     return f"({expression} or vector(0))"
 
 
-def _per_pod(aggregate: str, metric: str, by_instance: bool = False) -> str:
+def _per_pod(
+    aggregate: str, metric: str, by_instance: bool = False, over_window: bool = False
+) -> str:
     """``aggregate`` of a per-device metric of the variant's pods, from the first label shape
-    that answers; by instance id last, for exporters without pod labels."""
-    shapes = [f"{aggregate}({metric}{_selector(labels=labels)})" for labels in _POD_LABELS]
+    that answers; by instance id last, for exporters without pod labels. ``over_window``
+    averages each series over the window first (as a rate() spans it)."""
+    selectors = [_selector(labels=labels) for labels in _POD_LABELS]
     if by_instance:
-        shapes.append(f'{aggregate}({metric}{{instance_id=~"{{{{instances}}}}"}})')
-    return "(" + " or ".join(shapes) + ")"
+        selectors.append('{instance_id=~"{{instances}}"}')
+    series = [
+        f"avg_over_time({metric}{selector}{_WINDOW})" if over_window else f"{metric}{selector}"
+        for selector in selectors
+    ]
+    return "(" + " or ".join(f"{aggregate}({one})" for one in series) + ")"
 
 
 _VLLM = {
@@ -193,6 +205,7 @@ _VLLM = {
         "0.99", "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"
     ),
     "request_rate": _rate("vllm:request_success_total"),
+    "scrapes": _scrapes("vllm:request_success_total"),
     "token_rate": _rate("vllm:generation_tokens_total"),
     # vLLM's OpenAI server counts responses by status class (prometheus-fastapi-instrumentator);
     # releases before spring 2025 export no http_requests_total: empty, so Inconclusive.
@@ -207,6 +220,7 @@ _TGI = {
     "ttft_p99": _quantile("0.99", "tgi_request_queue_duration"),
     "itl_p99": _quantile("0.99", "tgi_request_mean_time_per_token_duration"),
     "request_rate": _rate("tgi_request_success"),
+    "scrapes": _scrapes("tgi_request_success"),
     "token_rate": _rate("tgi_request_generated_tokens_sum"),
     # Failures over finished requests (tgi_request_count also counts requests still running).
     "error_ratio": f"{_TGI_FAILURES} / ({_rate('tgi_request_success')} + {_TGI_FAILURES})",
@@ -217,9 +231,15 @@ _UTILIZATION: dict[Accelerator, str] = {
     # dcgm-exporter with Kubernetes pod mapping; DCGM_FI_DEV_GPU_UTIL is a percentage.
     "gpu": _per_pod("avg", "DCGM_FI_DEV_GPU_UTIL") + " / 100",
 }
+_UTILIZATION_OVER_WINDOW: dict[Accelerator, str] = {
+    "neuron": _per_pod("avg", "neuroncore_utilization_ratio", by_instance=True, over_window=True),
+    "gpu": _per_pod("avg", "DCGM_FI_DEV_GPU_UTIL", over_window=True) + " / 100",
+}
 PRESETS: dict[str, dict[str, str]] = {"vllm": _VLLM, "tgi": _TGI}
 COST_METRICS = frozenset({"cost_per_million_tokens", "cost_per_thousand_requests"})
 REQUESTS_METRIC = "requests"
+SCRAPES_METRIC = "scrapes"
+"""Scrapes of the request counter in the window: how much evidence a rate() rests on."""
 
 
 def preset_template(preset: str, metric: str, accelerator: Accelerator) -> str:
@@ -230,3 +250,9 @@ def preset_template(preset: str, metric: str, accelerator: Accelerator) -> str:
     if queries is None or metric not in queries:
         raise TemplateError(f"preset {preset!r} has no query for metric {metric!r}")
     return queries[metric]
+
+
+def utilization_over_window(accelerator: Accelerator) -> str:
+    """Accelerator utilization averaged over the window, as a rate is: the cost model divides
+    throughput by it, so both must describe the same span."""
+    return _UTILIZATION_OVER_WINDOW[accelerator]

@@ -23,6 +23,7 @@ from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.lifecycle import (
     ClearUserAction,
     Observation,
+    TickResult,
     UserAction,
     decide,
     on_delete,
@@ -52,19 +53,22 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
         return  # invalid: the admission handler reports it, and nothing is touched
     spec, status, trial = loaded
     if status.phase in TERMINAL_PHASES:
+        _observe_edit(body, patch, status)
         return
     world = TrialWorld(cast(Kube, memo.kube), spec, trial)
     action = _user_action(body)
     now = datetime.now(UTC)
+    generation = int(body.meta.get("generation") or 0)
     try:
-        observation = world.observe(status, now, int(body.meta.get("generation") or 0), action)
-        result = decide(spec, status, observation)
-        for step in result.actions:
-            if isinstance(step, ClearUserAction):
-                patch.metadata.annotations[ACTION_ANNOTATION] = None
-            else:
-                world.execute(step, result.status)
-    except (KubeError, RoutingProblem) as error:
+        observation = world.observe(status, now, generation, action)
+        result = _act(world, patch, decide(spec, status, observation))
+    except KubeError as error:
+        if not error.permanent or status.phase == "RollingBack":
+            raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+        LOG.warning("trial %s: %s", trial.name, error)
+        observation = Observation(now=now, generation=generation, refused=str(error))
+        result = _act(world, patch, decide(spec, status, observation))
+    except RoutingProblem as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
     if observation.measurement is not None or result.status.phase != status.phase:
         _report(world, result.status, observation, now)
@@ -72,6 +76,27 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
     _export(trial, result.status, observation)
     for event in result.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+
+
+def _observe_edit(body: kopf.Body, patch: kopf.Patch, status: TrialStatus) -> None:
+    """An ended trial acts on no edit, but records that it saw it: kstatus and Argo CD read a
+    status.observedGeneration behind metadata.generation as a trial still in progress."""
+    generation = body.meta.get("generation")
+    if generation is not None and status.observed_generation != generation:
+        patch.status["observedGeneration"] = generation
+
+
+def _act(world: TrialWorld, patch: kopf.Patch, result: TickResult) -> TickResult:
+    """Apply the engine's actions in order (an error leaves the status unwritten)."""
+    try:
+        for step in result.actions:
+            if isinstance(step, ClearUserAction):
+                patch.metadata.annotations[ACTION_ANNOTATION] = None
+            else:
+                world.execute(step, result.status)
+    except RoutingProblem as error:
+        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+    return result
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)

@@ -9,14 +9,13 @@ nothing itself.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
 from acceltrial.api.durations import duration_seconds
-from acceltrial.api.spec import Criterion, TrialSpec
+from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
     CriterionResult,
@@ -28,10 +27,8 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import (
     Judgement,
     MeasurementWindow,
-    Reading,
     applicable,
     judge,
-    judge_cost,
     plan,
     round_outcome,
 )
@@ -44,13 +41,14 @@ from acceltrial.engine.candidate import (
     derive_service,
 )
 from acceltrial.engine.costing import (
-    CostFigures,
+    CostWindow,
     VariantResources,
     cost_figures,
+    economics_status,
+    judge_cost_criterion,
     observed_values,
     plan_cost_inputs,
 )
-from acceltrial.engine.economics import cost_criterion_values, to_status
 from acceltrial.engine.lifecycle import (
     Action,
     DeployCandidate,
@@ -94,6 +92,8 @@ class TrialWorld:
     kube: Kube
     spec: TrialSpec
     trial: TrialRef
+    measured_pods: dict[Variant, int] | None = field(default=None, init=False)
+    """Pods each variant had when this tick's measurement ran, before any action scaled them."""
 
     @property
     def baseline_name(self) -> str:
@@ -252,21 +252,28 @@ class TrialWorld:
         # At 100% the baseline serves nothing: compare with its last window of traffic.
         baseline_end = status.step_started_at if baking else None
         window = MeasurementWindow(start, now, max(1.0, interval / 4), baseline_end)
+        cost_window = CostWindow(now, interval, weight, status.step_started_at, baking)
+        from_steps = status.economics.baseline_from_steps if status.economics else None
         targets = self._targets()
+        self.measured_pods = {v: len(t.pods) for v, t in targets.items()}
         try:
             planned = plan(analysis, targets, weight) + plan_cost_inputs(analysis, targets)
         except TemplateError as error:
             return Measurement("Error", f"a query cannot be rendered: {error}")
         collection = collect(planned, self._prometheus(), window)
+        readings = collection.readings
         costs = cost_figures(
-            collection.readings,
+            readings,
             targets,
             self._cost_resources(),
             self.spec.economics,
             production_from="candidate" if baking else "both",
         )
         judgements = [
-            self._judge(c, collection.readings, costs) for c in applicable(analysis, weight)
+            judge_cost_criterion(c, readings, costs, cost_window, from_steps)
+            if c.metric in COST_METRICS
+            else judge(c, readings.get((c.name, "baseline")), readings.get((c.name, "candidate")))
+            for c in applicable(analysis, weight)
         ]
         outcome, reason = round_outcome(judgements)
         step = 0 if status.phase == "BakingIn" else status.step or 0
@@ -274,22 +281,9 @@ class TrialWorld:
         production = costs.comparison.production
         measured = production.requests_per_second or production.tokens_per_second
         # Without any measured traffic (Prometheus down, say) the last figures stay.
-        economics = to_status(costs.comparison) if measured else None
-        observed = observed_values(collection.readings)
+        economics = economics_status(costs, readings, cost_window, from_steps) if measured else None
+        observed = observed_values(readings)
         return Measurement(outcome, reason, results, economics, observed)
-
-    @staticmethod
-    def _judge(
-        criterion: Criterion, readings: Mapping[tuple[str, Variant], Reading], costs: CostFigures
-    ) -> Judgement:
-        if criterion.metric in COST_METRICS:
-            baseline, candidate = cost_criterion_values(costs.comparison, criterion.metric)
-            return judge_cost(criterion, baseline, candidate, costs.missing)
-        return judge(
-            criterion,
-            readings.get((criterion.name, "baseline")),
-            readings.get((criterion.name, "candidate")),
-        )
 
     def _cost_resources(self) -> dict[Variant, VariantResources]:
         baseline = self.kube.deployment(self.trial.namespace, self.baseline_name) or {}
@@ -365,8 +359,8 @@ class TrialWorld:
             trial=self.trial,
             now=now,
             measurement=measurement,
-            # Pods serving when measured: after a rollback the candidate has none left.
-            replicas={v: len(t.pods) for v, t in self._targets().items()} if measurement else None,
+            # Pods serving when measured, not after this tick's actions scaled or removed them.
+            replicas=self.measured_pods if measurement else None,
             price_sources={v: r.price_source for v, r in resources.items()},
             gitops=self._gitops(status) if status.phase == "Promoted" else None,
         )
@@ -401,7 +395,14 @@ class TrialWorld:
     # -- acting ----------------------------------------------------------------------------
 
     def execute(self, action: Action, status: TrialStatus) -> None:
-        """Apply one action; each is idempotent, so a retry after a crash is harmless."""
+        """Apply one action; each is idempotent, so a retry after a crash is harmless. A refusal
+        says which action it stopped."""
+        try:
+            self._execute(action, status)
+        except KubeError as error:
+            raise error.doing(_describe(action, candidate_name(self.trial))) from None
+
+    def _execute(self, action: Action, status: TrialStatus) -> None:
         namespace, name = self.trial.namespace, candidate_name(self.trial)
         if isinstance(action, DeployCandidate):
             baseline = self.kube.deployment(namespace, self.baseline_name)
@@ -440,6 +441,22 @@ class TrialWorld:
             candidate = candidate_name(self.trial)
             target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": candidate}
         self.kube.set_autoscaler_target(self.trial.namespace, recorded.name, target)
+
+
+def _describe(action: Action, candidate: str) -> str:
+    """What an action does, for a refusal's message."""
+    said: dict[type, str] = {
+        DeployCandidate: f"creating the candidate Deployment and Service {candidate}",
+        SetWeight: "moving traffic",
+        RestoreRouting: "restoring the routing",
+        RemoveCandidate: f"removing the candidate {candidate}",
+        ScaleBaselineToZero: "scaling the baseline to zero",
+        ScaleCandidate: f"scaling the candidate {candidate}",
+        RetargetAutoscaler: "pointing the HorizontalPodAutoscaler at the candidate",
+        RestoreAutoscaler: "pointing the HorizontalPodAutoscaler back at the baseline",
+        HandOverCandidate: f"handing over the candidate {candidate}",
+    }
+    return said.get(type(action), type(action).__name__)
 
 
 def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> CriterionResult:

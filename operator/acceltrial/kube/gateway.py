@@ -28,12 +28,25 @@ TRIAL_GROUP, TRIAL_VERSION, TRIALS = "acceltrial.dev", "v1alpha1", "acceleratort
 _APPLY = "application/apply-patch+yaml"
 
 
+PERMANENT_STATUSES = frozenset({400, 403, 404, 422})
+"""Refusals a retry cannot change: a bad request, forbidden, a missing object, invalid."""
+
+
 class KubeError(Exception):
     """A request to the API server failed; ``status`` is the HTTP status (0: no answer)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+    @property
+    def permanent(self) -> bool:
+        """Whether retrying cannot help (409 conflicts, 429, 5xx and no answer are temporary)."""
+        return self.status in PERMANENT_STATUSES
+
+    def doing(self, what: str) -> KubeError:
+        """The same error, saying what was being done."""
+        return KubeError(self.status, f"{what}: {self}")
 
 
 @dataclass
@@ -95,7 +108,7 @@ class Kube:
             _test_version(hpa),
             {"op": "replace", "path": "/spec/scaleTargetRef", "value": target},
         ]
-        _call(
+        _versioned(
             self._autoscaling.patch_namespaced_horizontal_pod_autoscaler,
             name, namespace, operations, field_manager=FIELD_MANAGER,
             _content_type="application/json-patch+json",
@@ -118,7 +131,7 @@ class Kube:
             return
         operations = handover_operations(live, owner_uid, labels)
         if len(operations) > 1:
-            _read(
+            _versioned(
                 patch, name, namespace, operations, field_manager=HANDOVER_MANAGER,
                 _content_type="application/json-patch+json",
             )  # fmt: skip
@@ -254,6 +267,26 @@ def _test_version(obj: Manifest) -> Manifest:
     return {"op": "test", "path": "/metadata/resourceVersion", "value": version}
 
 
+def _versioned(method: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """A JSON patch that tests the resourceVersion read: its failed test (422 on the API
+    server) means someone wrote in between, a conflict to retry, not a refusal."""
+    try:
+        _read(method, *args, **kwargs)
+    except KubeError as error:
+        if error.status == 422:
+            raise KubeError(409, f"changed since read, will read again: {error}") from None
+        raise
+
+
+def _refusal(error: ApiException) -> str:
+    """The API server's own sentence (a Status' message), or the raw body."""
+    try:
+        message = json.loads(error.body or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return f"HTTP {error.status}: {message or error.body}"
+
+
 def _read(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest | None:
     try:
         return _call(method, *args, **kwargs)
@@ -268,7 +301,7 @@ def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest:
     try:
         reply = method(*args, _preload_content=False, **kwargs)
     except ApiException as error:
-        raise KubeError(int(error.status or 0), f"HTTP {error.status}: {error.body}") from None
+        raise KubeError(int(error.status or 0), _refusal(error)) from None
     except (OSError, urllib3.exceptions.HTTPError) as error:
         raise KubeError(0, f"the API server cannot be reached: {error}") from None
     body = json.loads(reply.data or b"{}")

@@ -46,7 +46,8 @@ def exposition(families: Iterable[Metric]) -> str:
         for sample in family.samples:
             labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
             where = "{" + labels + "}" if labels else ""
-            lines.append(f"{sample.name}{where} {_number(sample.value)}")
+            stamp = "" if sample.timestamp is None else f" {round(float(sample.timestamp) * 1000)}"
+            lines.append(f"{sample.name}{where} {_number(sample.value)}{stamp}")
     return "\n".join(lines) + "\n"
 
 

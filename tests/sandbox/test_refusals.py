@@ -1,0 +1,44 @@
+"""The kube gateway tells a refusal retrying cannot change from a temporary failure, and keeps
+the API server's own sentence, against the sandbox's API server."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.sandbox.cluster import Sandbox
+
+
+@pytest.fixture
+def kube(cluster: Sandbox) -> Kube:
+    configuration = client.Configuration()
+    configuration.host = cluster.url
+    return Kube(client.ApiClient(configuration))
+
+
+def service(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]},
+    }
+
+
+def test_an_invalid_object_is_a_permanent_refusal_with_the_servers_message(kube: Kube) -> None:
+    with pytest.raises(KubeError) as refused:
+        kube.apply(service("a" * 64))
+    assert refused.value.status == 422
+    assert refused.value.permanent
+    assert "be at most 63 characters" in str(refused.value)
+    assert '"kind"' not in str(refused.value), "the Status' message, not its raw JSON"
+    said = refused.value.doing("creating the candidate Service")
+    assert str(said).startswith("creating the candidate Service: HTTP 422: ")
+
+
+def test_a_conflict_and_no_answer_are_temporary() -> None:
+    assert not KubeError(409, "conflict").permanent
+    assert not KubeError(0, "no answer").permanent
+    assert not KubeError(503, "unavailable").permanent
+    assert KubeError(403, "forbidden").permanent

@@ -1,9 +1,11 @@
 """The simulated fleet through a real Prometheus: the presets' own queries, run on what it
 exports, give back the profile it simulates (p99 and token rate within 10%), and each variant's
-utilization comes from its own exporter (DCGM for GPUs, neuron-monitor for NeuronCores)."""
+utilization comes from its own exporter (DCGM for GPUs, neuron-monitor for NeuronCores), one
+target per node, relabelled by Prometheus as the Prometheus Operator's ServiceMonitor job does."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -13,12 +15,14 @@ from typing import Any
 import pytest
 
 from acceltrial.demo.cluster import Client
-from acceltrial.engine.queries import VariantTarget, preset_template, render
+from acceltrial.engine.queries import Accelerator, Variant, preset_template, render
+from acceltrial.engine.targets import variant_target
 from acceltrial.providers.metrics.prometheus import PrometheusClient
 from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial.sandbox.fleet.model import ServingProfile, serve
-from acceltrial.sandbox.fleet.serving import metrics_endpoint
+from acceltrial.sandbox.fleet.serving import metrics_endpoint, serve_exporters
 from acceltrial.sandbox.fleet.traffic import Entry
 from acceltrial.sandbox.prometheus import PrometheusServer
 from tests.conftest import tool
@@ -52,9 +56,17 @@ def deployment(name: str, labels: dict[str, str], limits: dict[str, str]) -> dic
     }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusClient, Fleet]]:
-    with Sandbox(ready_delay=0.1) as sandbox:
+CHART_DEFAULTS = "chart defaults"
+"""dcgm-exporter's chart (honorLabels false), neuron-monitor's sample DaemonSet (no k8s info)."""
+HONORED = "honorLabels true, neuron-monitor with --enable-k8s-info"
+
+
+@pytest.fixture(scope="module", params=[CHART_DEFAULTS, HONORED])
+def measured(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[PrometheusClient, Fleet]]:
+    honored = request.param == HONORED
+    with Sandbox(ready_delay=0.1) as sandbox, contextlib.ExitStack() as stack:
         client = Client(sandbox.url)
         client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": "fleet"}})  # fmt: skip
@@ -74,21 +86,20 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prometh
             prompt_tokens=512,
             generated_tokens=GENERATED,
             profiles={"baseline": GPU, "candidate": NEURON},
+            gpu_exporter=ExporterOptions(kubernetes_labels=True, honor_labels=honored),
+            neuron_exporter=ExporterOptions(kubernetes_labels=honored, honor_labels=honored),
         )
         fleet = Fleet(sandbox.url, spec).start()
-        try:
-            _wait(lambda: fleet.snapshot().variants["candidate"].pods == 1)
-            with metrics_endpoint(fleet) as url:
-                folder: Path = tmp_path_factory.mktemp("fleet-prometheus")
-                prometheus = PrometheusServer(tool("prometheus"), folder, [url[7:]]).start()
-                try:
-                    reader = PrometheusClient(prometheus.url)
-                    _wait(lambda: _scrapes(reader) >= 6, timeout=40)
-                    yield reader, fleet
-                finally:
-                    prometheus.stop()
-        finally:
-            fleet.stop()
+        stack.callback(fleet.stop)
+        _wait(lambda: fleet.snapshot().variants["candidate"].pods == 1)
+        url = stack.enter_context(metrics_endpoint(fleet))
+        jobs = serve_exporters(fleet.node_exporters(), stack)
+        folder: Path = tmp_path_factory.mktemp("fleet-prometheus")
+        prometheus = PrometheusServer(tool("prometheus"), folder, [url[7:]], jobs).start()
+        stack.callback(prometheus.stop)
+        reader = PrometheusClient(prometheus.url)
+        _wait(lambda: _scrapes(reader) >= 6, timeout=40)
+        yield reader, fleet
 
 
 def _wait(condition: Any, timeout: float = 20) -> None:
@@ -104,10 +115,16 @@ def _scrapes(reader: PrometheusClient) -> float:
     return series[0].samples[0][1] if series else 0
 
 
-def query(client: PrometheusClient, fleet: Fleet, metric: str, variant: str) -> float:
-    pods = tuple(sorted(fleet.pods(variant)))
-    accelerator = "gpu" if variant == "baseline" else "neuron"
-    target = VariantTarget(variant, "fleet", "x", pods, accelerator)  # type: ignore[arg-type]
+def query(client: PrometheusClient, fleet: Fleet, metric: str, variant: Variant) -> float:
+    """``metric`` of the preset for ``variant``, rendered as the operator renders it: for the
+    variant's pods as the API server lists them and their nodes' instance ids."""
+    api = Client(fleet.api_url)
+    listed = (api.get("/api/v1/namespaces/fleet/pods") or {}).get("items", [])
+    nodes = (api.get("/api/v1/nodes") or {}).get("items", [])
+    mine = set(fleet.pods(variant))
+    pods = [p for p in listed if p["metadata"]["name"] in mine]
+    accelerator: Accelerator = "gpu" if variant == "baseline" else "neuron"
+    target = variant_target(variant, "fleet", "x", pods, nodes=nodes, accelerator=accelerator)
     promql = render(preset_template("vllm", metric, accelerator), target, "5s")
     series = client.instant(promql, datetime.now(UTC))
     assert len(series) == 1, promql
@@ -118,7 +135,10 @@ def query(client: PrometheusClient, fleet: Fleet, metric: str, variant: str) -> 
     ("variant", "profile", "replicas"), [("baseline", GPU, 2), ("candidate", NEURON, 1)]
 )
 def test_p99_and_token_rate_match_the_simulated_profile(
-    measured: tuple[PrometheusClient, Fleet], variant: str, profile: ServingProfile, replicas: int
+    measured: tuple[PrometheusClient, Fleet],
+    variant: Variant,
+    profile: ServingProfile,
+    replicas: int,
 ) -> None:
     client, fleet = measured
     per_pod = RPS / 3  # three Ready pods behind one Service
@@ -135,3 +155,61 @@ def test_the_error_ratio_is_the_profiles(measured: tuple[PrometheusClient, Fleet
     client, fleet = measured
     assert query(client, fleet, "error_ratio", "baseline") == pytest.approx(0.01, rel=0.05)
     assert query(client, fleet, "error_ratio", "candidate") == 0
+
+
+def scraped(
+    measured: tuple[PrometheusClient, Fleet], request: pytest.FixtureRequest, metric: str
+) -> tuple[list[dict[str, str]], Fleet, bool]:
+    """Every series of ``metric`` by its labels, the fleet, and whether labels were honored."""
+    client, fleet = measured
+    labels = [dict(s.labels) for s in client.instant(metric, datetime.now(UTC))]
+    return labels, fleet, HONORED in request.node.callspec.id
+
+
+def test_dcgm_targets_are_the_exporter_pods_and_the_gpus_pod_is_exported_or_honored(
+    measured: tuple[PrometheusClient, Fleet], request: pytest.FixtureRequest
+) -> None:
+    gpus, fleet, honored = scraped(measured, request, "DCGM_FI_DEV_GPU_UTIL")
+    assert len(gpus) == 2, "one per g5.xlarge node, each from its own exporter target"
+    assert len({g["instance"] for g in gpus}) == 2
+    assert {g["job"] for g in gpus} == {"dcgm-exporter"}
+    assert {g["service"] for g in gpus} == {"dcgm-exporter"}
+    assert {g["endpoint"] for g in gpus} == {"metrics"}
+    baseline = set(fleet.pods("baseline"))
+    if honored:
+        assert {g["pod"] for g in gpus} == baseline
+        assert {g["namespace"] for g in gpus} == {"fleet"}
+        assert not any("exported_pod" in g for g in gpus)
+    else:
+        assert {g["exported_pod"] for g in gpus} == baseline
+        assert {g["exported_namespace"] for g in gpus} == {"fleet"}
+        assert {g["exported_container"] for g in gpus} == {"vllm"}
+        assert all(g["pod"].startswith("dcgm-exporter-") for g in gpus)
+        assert {g["namespace"] for g in gpus} == {"monitoring"}
+        assert {g["container"] for g in gpus} == {"exporter"}
+
+
+def test_neuron_monitor_names_the_instance_of_the_candidates_node(
+    measured: tuple[PrometheusClient, Fleet], request: pytest.FixtureRequest
+) -> None:
+    cores, fleet, honored = scraped(measured, request, "neuroncore_utilization_ratio")
+    assert len(cores) == 2, "the two NeuronCores the candidate pod holds"
+    (candidate,) = fleet.pods("candidate")
+    node = client_node_of(fleet, candidate)
+    instance_id = node["spec"]["providerID"].rsplit("/", 1)[-1]
+    assert {c["instance_id"] for c in cores} == {instance_id}
+    assert {c["instance_type"] for c in cores} == {"inf2.8xlarge"}
+    assert {c["job"] for c in cores} == {"neuron-monitor"}
+    if honored:
+        assert {c["pod"] for c in cores} == {candidate}
+    else:
+        assert all(c["pod"].startswith("neuron-monitor-") for c in cores)
+        assert not any("exported_pod" in c for c in cores), "no pod labels without k8s info"
+
+
+def client_node_of(fleet: Fleet, pod: str) -> dict[str, Any]:
+    client = Client(fleet.api_url)
+    manifest = client.get(f"/api/v1/namespaces/fleet/pods/{pod}") or {}
+    node = client.get(f"/api/v1/nodes/{manifest['spec']['nodeName']}")
+    assert node is not None
+    return node

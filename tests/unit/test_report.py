@@ -68,6 +68,20 @@ def test_each_measurement_adds_a_point_and_refreshes_the_figures() -> None:
     assert second.gitops is None
 
 
+def test_a_variant_without_traffic_keeps_the_replicas_its_figures_were_measured_with() -> None:
+    status = TrialStatus(phase="Progressing", step=3, canary_weight=50, criteria_hash="abc",
+                         original=ORIGINAL)  # fmt: skip
+    first = update_report(None, ReportInputs(spec(), status, TRIAL, T0, measurement(50, 6.0, 6.0),
+                                             replicas={"baseline": 2, "candidate": 1}))  # fmt: skip
+    # After promotion the baseline is scaled to zero and serves nothing.
+    inputs = ReportInputs(spec(), status, TRIAL, T0, measurement(100, 0.0, 12.0),
+                          replicas={"baseline": 0, "candidate": 3})  # fmt: skip
+    handed_over = update_report(first, inputs)
+    assert handed_over.variants.baseline.replicas == 2
+    assert handed_over.variants.baseline.requests_per_second == 6.0
+    assert handed_over.variants.candidate.replicas == 3
+
+
 def test_at_100_percent_the_workload_is_the_candidates_and_gitops_comes_with_promotion() -> None:
     decided = Decision(verdict="promote", reason="every step and the bake passed", at=T0)
     status = TrialStatus(phase="Promoted", step=3, canary_weight=100, decision=decided)

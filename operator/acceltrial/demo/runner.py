@@ -42,9 +42,10 @@ from acceltrial.demo.scenario import (
 )
 from acceltrial.demo.user import ScriptedUser, served_by
 from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
 from acceltrial.sandbox.fleet.model import ServingProfile
-from acceltrial.sandbox.fleet.serving import metrics_endpoint
+from acceltrial.sandbox.fleet.serving import metrics_endpoint, serve_exporters
 from acceltrial.sandbox.fleet.traffic import Entry
 from acceltrial.sandbox.prometheus import PrometheusNotFound, PrometheusServer, find_prometheus
 from acceltrial.sandbox.topology import Topology, load_topology
@@ -218,12 +219,19 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
         stack.callback(fleet.stop)
         metrics_url = stack.enter_context(metrics_endpoint(fleet))
         prometheus = PrometheusServer(
-            prometheus_binary, run.folder / "prometheus", [metrics_url.removeprefix("http://")]
+            prometheus_binary,
+            run.folder / "prometheus",
+            [metrics_url.removeprefix("http://")],
+            serve_exporters(fleet.node_exporters(), stack),
         ).start()
         stack.callback(prometheus.stop)
         assert prometheus.process is not None
         run.pids["prometheus"] = prometheus.process.pid
-        run.say(f"Prometheus at {prometheus.url}, scraping the simulated fleet every 1s")
+        run.say(
+            f"Prometheus at {prometheus.url}, scraping the simulated fleet every 1s "
+            "(dcgm-exporter and neuron-monitor through ServiceMonitor-style jobs, one target "
+            "per node)"
+        )
         operator = _start_operator(run, sandbox)
         stack.callback(_stop, operator)
         run.say(f"operator started (kopf run -m acceltrial.handlers, pid {operator.pid})")
@@ -272,14 +280,28 @@ def _fleet_spec(run: Run, speed: float) -> FleetSpec:
         )
         for r in scenario.regressions
     ]
+    fleet, exporters = scenario.fleet, scenario.fleet.exporters
+    variants = {"baseline": scenario.variants.baseline, "candidate": scenario.variants.candidate}
     return FleetSpec(
         entry=entry,
-        rps=scenario.fleet.rps,
-        prompt_tokens=scenario.fleet.tokens.prompt,
-        generated_tokens=scenario.fleet.tokens.generated,
+        rps=fleet.rps,
+        prompt_tokens=fleet.tokens.prompt,
+        generated_tokens=fleet.tokens.generated,
         profiles=profiles,  # type: ignore[arg-type]
         regressions=regressions,
         model_name="meta-llama/Meta-Llama-3-8B-Instruct",
+        server=fleet.server,
+        vllm_versions={
+            name: variant.vllm_version or fleet.vllm_version  # type: ignore[misc]
+            for name, variant in variants.items()
+        },
+        gpu_exporter=ExporterOptions(
+            kubernetes_labels=True, honor_labels=exporters.gpu.honor_labels
+        ),
+        neuron_exporter=ExporterOptions(
+            kubernetes_labels=exporters.neuron.k8s_info,
+            honor_labels=exporters.neuron.honor_labels,
+        ),
     )
 
 

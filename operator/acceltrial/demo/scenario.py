@@ -59,11 +59,43 @@ class Gateway(ApiModel):
     """false: a gateway that ignores backendRefs weights (everything to the first backend)."""
 
 
+VLLM_VERSION = r"^v?\d+\.\d+(\.\d+)?$"
+
+
+class GpuExporter(ApiModel):
+    """dcgm-exporter, one pod per GPU node, scraped through a ServiceMonitor."""
+
+    honor_labels: bool = False
+    """The ServiceMonitor's honorLabels (false in dcgm-exporter's chart): false renames the
+    GPU's pod/namespace/container labels to exported_pod/exported_namespace/exported_container."""
+
+
+class NeuronExporter(ApiModel):
+    """neuron-monitor, one pod per Neuron node, scraped through a ServiceMonitor."""
+
+    k8s_info: bool = Field(default=False, alias="k8sInfo")
+    """--enable-k8s-info (off in the sample DaemonSet): series also carry pod, namespace,
+    container; otherwise only instance-level labels (instance_id, instance_type, ...)."""
+    honor_labels: bool = False
+    """The ServiceMonitor's honorLabels; matters only with k8sInfo."""
+
+
+class Exporters(ApiModel):
+    gpu: GpuExporter = GpuExporter()
+    neuron: NeuronExporter = NeuronExporter()
+
+
 class FleetTraffic(ApiModel):
     rps: float = Field(gt=0)
     """Requests per second offered in all, split by what the cluster holds."""
     tokens: Tokens = Tokens()
     gateway: Gateway = Gateway()
+    server: Literal["vllm", "tgi"] = "vllm"
+    """The model server both variants run, and so the metrics they export."""
+    vllm_version: str = Field(default="0.11.0", pattern=VLLM_VERSION)
+    """The vLLM release (server: vllm): from 0.11 vllm:inter_token_latency_seconds, before 0.12
+    vllm:time_per_output_token_seconds, from 0.8.3 http_requests_total."""
+    exporters: Exporters = Exporters()
 
 
 class Latency(ApiModel):
@@ -93,6 +125,9 @@ class VariantProfile(ApiModel):
     error_ratio: float = Field(default=0.0, ge=0, le=1)
     """Share of requests answered with a 5xx."""
     utilization: Utilization = Utilization()
+    vllm_version: str | None = Field(default=None, pattern=VLLM_VERSION)
+    """This variant's vLLM release, when it differs from fleet.vllmVersion (a Neuron build
+    follows its own release line)."""
 
 
 class Variants(ApiModel):

@@ -128,7 +128,8 @@ def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
         # At 100% the baseline serves nothing: its figures stay those of its last window with
         # traffic, and say so.
         serving = not (variant == "baseline" and first is not None and first.weight == 100)
-        if observed and observed.get("request_rate") and serving:
+        refreshed = observed is not None and bool(observed.get("request_rate")) and serving
+        if observed is not None and refreshed:
             current = VariantFigures(
                 instance_type=instance,
                 replicas=current.replicas,
@@ -139,7 +140,9 @@ def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
                 **{field: observed.get(metric) for metric, field in _FIGURES.items()},
             )
         update: dict[str, Any] = {}
-        if inputs.replicas is not None and serving:
+        # Replicas go with the figures they served: a variant without traffic (the baseline
+        # handed over after promotion) keeps the count its figures were measured with.
+        if inputs.replicas is not None and (refreshed or current.replicas is None):
             update["replicas"] = inputs.replicas.get(variant, current.replicas)
         if inputs.price_sources is not None:
             update["price_source"] = inputs.price_sources.get(variant)

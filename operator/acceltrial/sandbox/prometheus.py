@@ -3,7 +3,8 @@
 The binary is ``PROMETHEUS_BIN``, else the one ``make tools`` (or ``make demo``) leaves in
 ``.tools/bin`` of the working directory or of the source checkout this package runs from (so the
 demo finds it from any directory), else ``prometheus`` on ``PATH``. It scrapes the given targets
-every second, so steps of a few seconds have data.
+every second (job ``fleet``), and any further scrape jobs it is given (e.g.
+:func:`acceltrial.sandbox.servicemonitor.scrape_job`), so steps of a few seconds have data.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 _LISTENING = re.compile(r'msg="Listening on" address=127\.0\.0\.1:(\d+)')
 LOCAL_TOOLS = Path(".tools") / "bin"
@@ -49,18 +54,27 @@ def find_prometheus() -> str:
 class PrometheusServer:
     """One Prometheus process; ``stop`` and ``start`` again keep the port and the data."""
 
-    def __init__(self, binary: str, folder: Path, targets: list[str]) -> None:
+    def __init__(
+        self,
+        binary: str,
+        folder: Path,
+        targets: list[str],
+        jobs: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
         self.binary = binary
         self.folder = folder
         self.port = 0
         self.process: subprocess.Popen[str] | None = None
         folder.mkdir(parents=True, exist_ok=True)
-        listed = ", ".join(f"'{t}'" for t in targets)
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "scrape_configs": [
+                {"job_name": "fleet", "static_configs": [{"targets": targets}]},
+                *(dict(job) for job in jobs),
+            ],
+        }
         (folder / "prometheus.yml").write_text(
-            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-            "scrape_configs:\n"
-            f"  - job_name: fleet\n    static_configs: [{{targets: [{listed}]}}]\n",
-            encoding="utf-8",
+            yaml.safe_dump(config, sort_keys=False), encoding="utf-8"
         )
 
     @property

@@ -1,5 +1,5 @@
-"""The fleet itself: per-pod counters that grow with the traffic each pod serves, exported under
-the real servers' metric names.
+"""The fleet itself: per-pod counters that grow with the traffic each pod serves, exported as the
+real servers and exporters export them.
 
 Every ``tick_seconds`` the fleet re-reads the cluster (pods, Services, the HTTPRoute), splits the
 total request rate, and advances each Ready pod's counters by what its variant's model serves
@@ -7,43 +7,47 @@ in that time: expected values, not random draws, so what Prometheus computes can
 against the profile. A scrape first serves the time since the last tick at the current rates and
 stamps every sample with that moment, so counters are as current as a real server's however late
 a busy machine runs the tick (stale counters read 12 req/s as 21 over a short ``rate()`` window).
-Pods carry ``namespace`` and ``pod`` labels, as Prometheus' Kubernetes service discovery attaches
-them, so the presets' queries select them as in production.
+The fleet itself is the model servers' collector (``servers`` says in which shape);
+:meth:`Fleet.node_exporters` gives one collector per node for the accelerator exporters
+(``accelerators``), each to be served and scraped as its own target.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from acceltrial.engine.candidate import VARIANT_LABEL
 from acceltrial.engine.queries import Variant
+from acceltrial.sandbox.fleet.accelerators import ExporterOptions, Node, NodeExporter, Occupant
+from acceltrial.sandbox.fleet.counters import PodCounters
 from acceltrial.sandbox.fleet.model import ReplicaRates, ServingProfile, serve
+from acceltrial.sandbox.fleet.servers import (
+    DEFAULT_VLLM_VERSION,
+    ServedPod,
+    Server,
+    VllmShape,
+    families,
+)
 from acceltrial.sandbox.fleet.traffic import (
     ClusterView,
     Entry,
     Manifest,
     read_cluster,
+    read_nodes,
     ready,
     split,
 )
 
 LOG = logging.getLogger(__name__)
-# Fine buckets (10% apart) so histogram_quantile() lands within a few percent of the truth;
-# real vLLM buckets are coarser, which only widens that error.
-BUCKETS = tuple(round(0.001 * 1.1**i, 6) for i in range(124))
 TTFT_SHARE = 0.1
 """Share of a request's latency spent before the first token (prefill)."""
 
@@ -72,35 +76,22 @@ class FleetSpec:
     profiles: Mapping[Variant, ServingProfile]
     regressions: Sequence[Regression] = ()
     model_name: str = "model"
-
-
-@dataclass
-class _Histogram:
-    buckets: list[float] = field(default_factory=lambda: [0.0] * len(BUCKETS))
-    count: float = 0.0
-    total: float = 0.0
-
-    def observe(self, requests: float, cdf: Callable[[float], float], mean: float) -> None:
-        for i, bound in enumerate(BUCKETS):
-            self.buckets[i] += requests * cdf(bound)
-        self.count += requests
-        self.total += requests * mean
-
-
-@dataclass
-class _Pod:
-    namespace: str
-    variant: Variant
-    accelerator: tuple[str, int]
-    """Which exporter reports its accelerator (dcgm or neuron) and how many units it holds."""
-    e2e: _Histogram = field(default_factory=_Histogram)
-    ttft: _Histogram = field(default_factory=_Histogram)
-    itl: _Histogram = field(default_factory=_Histogram)
-    succeeded: float = 0.0
-    failed: float = 0.0
-    prompt_tokens: float = 0.0
-    generated_tokens: float = 0.0
-    rates: ReplicaRates | None = None
+    server: Server = "vllm"
+    vllm_versions: Mapping[Variant, str] = field(
+        default_factory=lambda: {
+            "baseline": DEFAULT_VLLM_VERSION,
+            "candidate": DEFAULT_VLLM_VERSION,
+        }
+    )
+    """The vLLM release each variant runs: which version-dependent series it exports."""
+    gpu_exporter: ExporterOptions = field(
+        default_factory=lambda: ExporterOptions(kubernetes_labels=True)
+    )
+    """dcgm-exporter as its Helm chart installs it: Kubernetes mapping on, honorLabels false."""
+    neuron_exporter: ExporterOptions = field(
+        default_factory=lambda: ExporterOptions(kubernetes_labels=False)
+    )
+    """neuron-monitor as its sample DaemonSet runs it: no --enable-k8s-info."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +121,10 @@ class Fleet(Collector):
         self,
         api_url: str,
         spec: FleetSpec,
+        *,
         clock: Callable[[], float] = time.monotonic,
         reader: Callable[[str, Entry], ClusterView] = read_cluster,
+        node_reader: Callable[[str], Sequence[Manifest]] = read_nodes,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.api_url = api_url
@@ -139,7 +132,8 @@ class Fleet(Collector):
         self._clock = clock
         self._wall_clock = wall_clock
         self._read = reader
-        self._pods: dict[str, _Pod] = {}
+        self._read_nodes = node_reader
+        self._pods: dict[str, PodCounters] = {}
         self._first_served: dict[Variant, float] = {}
         self._last: float | None = None
         self._lock = threading.Lock()
@@ -149,7 +143,8 @@ class Fleet(Collector):
     # -- simulation ------------------------------------------------------------------------
 
     def advance(self) -> None:
-        """Re-read the cluster and serve the time since the last call."""
+        """Serve the time since the last call at the rates so far, then re-read the cluster and
+        set each pod's rates from what it is offered now."""
         view = self._read(self.api_url, self.spec.entry)
         offered = split(view, self.spec.entry, self.spec.rps)
         now = self._clock()
@@ -179,7 +174,14 @@ class Fleet(Collector):
             if name not in self._pods:
                 labels = pod["metadata"].get("labels") or {}
                 variant: Variant = "candidate" if labels.get(VARIANT_LABEL) else "baseline"
-                self._pods[name] = _Pod(self.spec.entry.namespace, variant, _accelerator(pod))
+                containers = pod.get("spec", {}).get("containers") or [{}]
+                self._pods[name] = PodCounters(
+                    namespace=self.spec.entry.namespace,
+                    variant=variant,
+                    accelerator=_accelerator(pod),
+                    node=pod.get("spec", {}).get("nodeName"),
+                    container=containers[0].get("name", "server"),
+                )
 
     def _shares(self, offered: Mapping[str, float]) -> dict[Variant, float]:
         total = sum(offered.values())
@@ -211,11 +213,14 @@ class Fleet(Collector):
             return first is not None and now - first >= regression.after_seconds
         return True
 
-    def _accumulate(self, pod: _Pod, rates: ReplicaRates, seconds: float) -> None:
+    def _accumulate(self, pod: PodCounters, rates: ReplicaRates, seconds: float) -> None:
         ok = rates.succeeded * seconds
         generated = self.spec.generated_tokens
         pod.succeeded += ok
-        pod.failed += rates.failed * seconds
+        pod.refused += rates.refused * seconds
+        pod.errored += (rates.failed - rates.refused) * seconds
+        # Started = finished + in flight; kept monotonic as a counter is when load falls.
+        pod.started = max(pod.started, pod.succeeded + pod.failed + rates.running + rates.waiting)
         pod.prompt_tokens += ok * self.spec.prompt_tokens
         pod.generated_tokens += ok * generated
         pod.e2e.observe(ok, rates.latency_cdf, rates.mean_latency)
@@ -229,6 +234,15 @@ class Fleet(Collector):
             lambda s: rates.latency_cdf(s / per_token),
             rates.mean_latency * per_token,
         )
+        pod.time_per_token.observe(
+            ok, lambda s: rates.latency_cdf(s / per_token), rates.mean_latency * per_token
+        )
+        wait = rates.mean_wait
+        pod.queue.observe(
+            ok, lambda s: 1.0 if wait <= 0 else 1 - math.exp(-s / wait), max(0.0, wait)
+        )
+        pod.generated_per_request.observe_exactly(ok, generated)
+        pod.prompt_per_request.observe_exactly(ok, self.spec.prompt_tokens)
 
     def pods(self, variant: Variant) -> list[str]:
         """Names of the Ready pods serving as ``variant``."""
@@ -275,13 +289,49 @@ class Fleet(Collector):
     # -- exporting -------------------------------------------------------------------------
 
     def collect(self) -> Iterator[Metric]:
+        """The model servers' metrics, as ``spec.server`` at each variant's release exports them."""
+        versions = self.spec.vllm_versions
         with self._lock:
             self._serve_until(self._clock())
-            families = list(_families(sorted(self._pods.items()), self.spec.model_name))
+            served = [
+                ServedPod(name, pod, VllmShape.of(versions[pod.variant]))
+                for name, pod in sorted(self._pods.items())
+            ]
+            rendered = list(families(self.spec.server, served, self.spec.model_name))
             stamp = self._wall_clock()
-        for family in families:
+        for family in rendered:
             family.samples = [sample._replace(timestamp=stamp) for sample in family.samples]
-        yield from families
+        yield from rendered
+
+    def node_exporters(self) -> list[NodeExporter]:
+        """One collector per accelerator exporter pod: dcgm-exporter on every GPU node,
+        neuron-monitor on every Neuron node (the cluster's nodes as they are now)."""
+        options = {"dcgm": self.spec.gpu_exporter, "neuron": self.spec.neuron_exporter}
+        nodes = sorted(
+            (Node.of(manifest) for manifest in self._read_nodes(self.api_url)),
+            key=lambda node: node.name,
+        )
+        return [
+            NodeExporter(exporter, node, options[exporter], self.occupants)
+            for node in nodes
+            for exporter in node.exporters()
+        ]
+
+    def occupants(self, node: str) -> list[Occupant]:
+        """The fleet's Ready pods on ``node`` and their accelerators' utilization."""
+        with self._lock:
+            return [
+                Occupant(
+                    namespace=pod.namespace,
+                    pod=name,
+                    container=pod.container,
+                    exporter=pod.accelerator[0],
+                    units=pod.accelerator[1],
+                    utilization=pod.rates.utilization if pod.rates else 0.0,
+                )
+                for name, pod in sorted(self._pods.items())
+                if pod.node == node
+            ]
 
 
 def _accelerator(pod: Manifest) -> tuple[str, int]:
@@ -300,63 +350,3 @@ def _accelerator(pod: Manifest) -> tuple[str, int]:
             units = int(amount) * (2 if resource == "aws.amazon.com/neuron" else 1)
             return exporter, units
     return "none", 0
-
-
-def _families(pods: Sequence[tuple[str, _Pod]], model: str) -> Iterator[Metric]:
-    labels = ["namespace", "pod", "model_name"]
-    histograms = {
-        "e2e": HistogramMetricFamily(
-            "vllm:e2e_request_latency_seconds", "End-to-end request latency.", labels=labels
-        ),
-        "ttft": HistogramMetricFamily(
-            "vllm:time_to_first_token_seconds", "Time to first token.", labels=labels
-        ),
-        "itl": HistogramMetricFamily(
-            "vllm:inter_token_latency_seconds", "Inter-token latency.", labels=labels
-        ),
-    }
-    success = CounterMetricFamily(
-        "vllm:request_success", "Finished requests.", labels=[*labels, "finished_reason"]
-    )
-    prompt = CounterMetricFamily("vllm:prompt_tokens", "Prefill tokens.", labels=labels)
-    generation = CounterMetricFamily("vllm:generation_tokens", "Generated tokens.", labels=labels)
-    running = GaugeMetricFamily("vllm:num_requests_running", "Requests running.", labels=labels)
-    waiting = GaugeMetricFamily("vllm:num_requests_waiting", "Requests waiting.", labels=labels)
-    http = CounterMetricFamily(
-        "http_requests", "Responses by status class.", labels=["namespace", "pod", "status"]
-    )
-    neuron = GaugeMetricFamily(
-        "neuroncore_utilization_ratio",
-        "NeuronCore utilization.",
-        labels=["namespace", "pod", "neuroncore"],
-    )
-    dcgm = GaugeMetricFamily(
-        "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (%).", labels=["namespace", "pod", "gpu"]
-    )
-    for name, pod in pods:
-        key = [pod.namespace, name, model]
-        for attribute, family in histograms.items():
-            hist: _Histogram = getattr(pod, attribute)
-            buckets = [(_le(b), c) for b, c in zip(BUCKETS, hist.buckets, strict=True)]
-            family.add_metric(key, [*buckets, ("+Inf", hist.count)], sum_value=hist.total)
-        success.add_metric([*key, "stop"], pod.succeeded)
-        prompt.add_metric(key, pod.prompt_tokens)
-        generation.add_metric(key, pod.generated_tokens)
-        rates = pod.rates
-        running.add_metric(key, rates.running if rates else 0.0)
-        waiting.add_metric(key, rates.waiting if rates else 0.0)
-        http.add_metric([pod.namespace, name, "2xx"], pod.succeeded)
-        http.add_metric([pod.namespace, name, "5xx"], pod.failed)
-        exporter, units = pod.accelerator
-        utilization = rates.utilization if rates else 0.0
-        for unit in range(units):
-            if exporter == "neuron":
-                neuron.add_metric([pod.namespace, name, str(unit)], utilization)
-            elif exporter == "dcgm":
-                dcgm.add_metric([pod.namespace, name, str(unit)], 100 * utilization)
-    yield from histograms.values()
-    yield from (success, prompt, generation, running, waiting, http, neuron, dcgm)
-
-
-def _le(bound: float) -> str:
-    return repr(bound)

@@ -52,6 +52,8 @@ class ReplicaRates:
     offered: float
     succeeded: float
     failed: float
+    """Refused (beyond capacity) plus admitted requests that failed."""
+    refused: float
     latency_median: float
     sigma: float
     mean_latency: float
@@ -102,6 +104,7 @@ def serve(profile: ServingProfile, offered_rps: float) -> ReplicaRates:
         offered=offered,
         succeeded=succeeded,
         failed=offered - succeeded,
+        refused=offered - admitted,
         latency_median=profile.p50 * profile.latency_factor * scale,
         sigma=profile.sigma,
         mean_latency=service * scale,

@@ -50,6 +50,12 @@ def read_cluster(api_url: str, entry: Entry) -> ClusterView:
     return ClusterView(pods, services, route)
 
 
+def read_nodes(api_url: str) -> list[Manifest]:
+    """The cluster's Nodes (the accelerator exporters run one pod on each)."""
+    items: list[Manifest] = _get(f"{api_url}/api/v1/nodes").get("items", [])
+    return items
+
+
 def _get(url: str) -> Manifest:
     try:
         with urllib.request.urlopen(url, timeout=5) as reply:

@@ -63,6 +63,7 @@ PROFILES = {
     ("hpa-abort", "baseline"): Profile(),
     ("hpa-abort", "candidate"): Profile(),
     ("no-metrics", "baseline"): Profile(),
+    ("check-cluster", "baseline"): Profile(),
     ("crash", "baseline"): Profile(),
     ("crash", "candidate"): Profile(median=0.24),
     ("crash-regress", "baseline"): Profile(),
@@ -646,3 +647,29 @@ def test_a_criterion_the_baseline_cannot_answer_stops_the_trial_before_any_traff
     assert "criterion errors" not in message, message
     assert backend_refs(api, "no-metrics") == [ROUTE], "no traffic ever moved"
     assert not candidate_exists(api, "no-metrics"), "nothing was deployed"
+
+
+def test_acceltrial_check_finds_the_pods_in_the_cluster_as_the_operator_does(
+    cluster: Sandbox, api: Api, prometheus_url: str, tmp_path: Path
+) -> None:
+    """`acceltrial check TRIAL.yaml` against the current kubeconfig: the baseline's pods from
+    its Deployment's selector, no candidate yet, every query answered."""
+    install_baseline(api, "check-cluster")
+    body = trial("check-cluster", prometheus_url)
+    path = tmp_path / "trial.yaml"
+    path.write_text(yaml.safe_dump(body))
+    env = os.environ | {"KUBECONFIG": str(cluster.kubeconfig)}
+
+    def checked() -> subprocess.CompletedProcess[str] | None:
+        done = subprocess.run(
+            [sys.executable, "-m", "acceltrial.cli.main", "check", str(path)],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        return done if done.returncode == 0 else None  # the fleet's first scrapes take a moment
+
+    done = eventually(checked, timeout=60)
+    assert "candidate: not checked (no pods found" in done.stdout
+    assert "ok  errors" in done.stdout
+    assert "ok  p99-latency" in done.stdout
+    assert 'pod=~"^(?:llama3-gpu-' not in done.stdout, "values, not queries, when all answer"
+    assert "2 of 2 queries give a value to judge" in done.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 from acceltrial import __version__
 from acceltrial.api.crd import render_crd
 from acceltrial.cli.demo import add_demo
-from acceltrial.cli.sandbox import SandboxOptions, sandbox_up
+from acceltrial.cli.sandbox import CONTROL_PLANES, SandboxOptions, sandbox_up
 from acceltrial.cli.trials import (
     ACTION_ANNOTATION as ACTION,
 )
@@ -79,7 +79,14 @@ def _add_sandbox(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=float,
         default=2.0,
         metavar="SECONDS",
-        help="how long a scheduled pod takes to become Ready (default: 2)",
+        help="how long a scheduled pod takes to become Ready (default: 2; emulator only)",
+    )
+    up.add_argument(
+        "--control-plane",
+        choices=CONTROL_PLANES,
+        default="auto",
+        help="real: the upstream API server, controllers and etcd built by `make control-plane`; "
+        "emulator: the built-in one; auto (default): real when built, else the emulator",
     )
 
 
@@ -134,7 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return validate_files(args.files, sys.stdout)
     if args.command == "sandbox":
         return sandbox_up(
-            SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay),
+            SandboxOptions(
+                args.port, args.kubeconfig, args.topology, args.ready_delay, args.control_plane
+            ),
             sys.stdout,
         )
     if args.command == "demo":

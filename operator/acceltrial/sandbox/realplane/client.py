@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 from acceltrial.sandbox.realplane.pki import Certificates
 
 TIMEOUT_SECONDS = 10.0
+TOO_MANY_REQUESTS_RETRIES = 50
+RETRY_AFTER_SECONDS = 0.2
 
 
 class ApiError(RuntimeError):
@@ -33,6 +36,18 @@ class AdminClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
+        """Send one request; a 429 (a new kind's storage still initializing, or throttling) is
+        retried after a moment, as client-go does."""
+        for attempt in range(TOO_MANY_REQUESTS_RETRIES + 1):
+            try:
+                return self._send(method, path, body, content_type)
+            except ApiError as error:
+                if error.status != 429 or attempt == TOO_MANY_REQUESTS_RETRIES:
+                    raise
+                time.sleep(RETRY_AFTER_SECONDS)
+        raise AssertionError("unreachable")
+
+    def _send(self, method: str, path: str, body: Any, content_type: str) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Content-Type", content_type)

@@ -31,9 +31,10 @@ from acceltrial.sandbox.realplane.binaries import Binaries, find_binaries
 from acceltrial.sandbox.realplane.client import AdminClient, ApiError
 from acceltrial.sandbox.realplane.pki import Certificates, issue_certificates
 from acceltrial.sandbox.realplane.processes import Component, StartError, start, wait_until
+from acceltrial.sandbox.realplane.reset import Snapshot, reset, snapshot
 from acceltrial.sandbox.topology import Topology, load_topology, nodes
 
-SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+SERVICE_CLUSTER_IP_RANGE = "10.100.0.0/16"  # EKS's default, as the emulator
 START_TIMEOUT_SECONDS = 120.0
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -50,14 +51,19 @@ class RealControlPlane:
         binaries: Binaries | None = None,
         start_timeout: float = START_TIMEOUT_SECONDS,
         keep_data: bool = False,
+        acceleratortrial_crd: bool = True,
     ) -> None:
         self.requested_port = port
         self.topology = topology if topology is not None else load_topology()
         self.binaries = binaries or find_binaries()
         self.start_timeout = start_timeout
         self.keep_data = keep_data
+        self.acceleratortrial_crd = acceleratortrial_crd
+        self.certificates: Certificates | None = None
+        self._baseline: Snapshot | None = None
         self.data_dir = Path(tempfile.mkdtemp(prefix="acceltrial-realplane-"))
         self.kubeconfig = kubeconfig or self.data_dir / "kubeconfig"
+        atexit.register(self.stop)  # also removes the data directory if never started
         self.port = 0
         self.components: list[Component] = []
         self.start_seconds = 0.0
@@ -68,7 +74,6 @@ class RealControlPlane:
 
     def start(self) -> RealControlPlane:
         began = time.monotonic()
-        atexit.register(self.stop)
         try:
             self._start()
         except BaseException:
@@ -78,7 +83,7 @@ class RealControlPlane:
         return self
 
     def _start(self) -> None:
-        certificates = issue_certificates(self.data_dir / "pki")
+        certificates = self.certificates = issue_certificates(self.data_dir / "pki")
         self.port = self.requested_port or free_port()
         admin = self.data_dir / "admin.kubeconfig"
         write_admin_kubeconfig(admin, self.url, certificates)
@@ -99,7 +104,14 @@ class RealControlPlane:
             lambda: client.ok("/api/v1/namespaces/default/serviceaccounts/default"),
             "creating service accounts",
         )
+        self._baseline = snapshot(client)
         write_admin_kubeconfig(self.kubeconfig, self.url, certificates)
+
+    def reset(self) -> None:
+        """Remove what was made since the start (see :mod:`.reset`), for the next test."""
+        if self.certificates is None or self._baseline is None:
+            raise RuntimeError("reset() needs a started control plane")
+        reset(AdminClient(self.url, self.certificates), self._baseline)
 
     def _launch(self, name: str, command: list[str]) -> Component:
         log_dir = self.data_dir / "logs"
@@ -196,7 +208,7 @@ class RealControlPlane:
             client.merge_patch(f"/api/v1/nodes/{name}/status", {"status": status})
 
     def _install_crds(self, client: AdminClient) -> None:
-        definitions = [crd_manifest()]
+        definitions = [crd_manifest()] if self.acceleratortrial_crd else []
         for path in self.binaries.gateway_api_crds:
             definitions.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
         for definition in definitions:
@@ -208,6 +220,10 @@ class RealControlPlane:
                 if time.monotonic() > deadline:
                     raise StartError(f"the CRD {name} was not Established in time")
                 time.sleep(0.05)
+            # the kind's storage answers 429 for a moment after Established: wait it out here
+            spec = definition["spec"]
+            version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+            client.get(f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1")
 
     def stop(self) -> None:
         """Stop every component, newest first, and remove the data directory."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -69,13 +70,22 @@ class Component:
         )
 
 
+def _ending_with_parent(command: Sequence[str]) -> list[str]:
+    """Prefix ``setpriv --pdeathsig TERM`` (util-linux) where present: Linux then sends SIGTERM
+    when the thread that started the child ends, so a killed test run or CLI leaves no control
+    plane behind (a normal exit stops the components in order first). Start the control plane
+    from a thread that lives as long as it should."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else list(command)
+
+
 def start(name: str, command: Sequence[str], log_dir: Path) -> Component:
     """Run ``command`` in its own session (a Ctrl-C in the terminal reaches only the parent,
     which stops the components in order), its output in ``log_dir/<name>.log``."""
     log = log_dir / f"{name}.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            list(command),
+            _ending_with_parent(command),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,

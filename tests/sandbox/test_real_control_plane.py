@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +21,7 @@ from acceltrial.sandbox.realplane.plane import RealControlPlane
 from acceltrial.sandbox.realplane.processes import StartError
 from acceltrial.sandbox.topology import load_topology, nodes
 from tests.conftest import REPO, tool
-from tests.sandbox.conftest import Kubectl, require_real_control_plane
+from tests.sandbox.conftest import Kubectl, eventually, require_real_control_plane
 
 pytestmark = pytest.mark.slow
 
@@ -190,6 +191,27 @@ def test_sigint_stops_every_process_of_the_control_plane(real_sandbox: SandboxUp
 
     assert real_sandbox.process.wait(timeout=60) == 0
     assert not [pid for pid in spawned if Path(f"/proc/{pid}").exists()]
+
+
+def test_a_killed_command_leaves_no_component_running(real_sandbox: SandboxUp) -> None:
+    """Even when the command is killed outright (no chance to stop anything), the components
+    end with it: they are started with a parent-death signal."""
+    spawned = children(real_sandbox.process.pid)
+    data_dirs = {
+        arg.split("=", 1)[1]
+        for pid in spawned
+        for arg in _read(Path(f"/proc/{pid}/cmdline")).split("\0")
+        if arg.startswith("--data-dir=")
+    }
+
+    real_sandbox.process.kill()
+    real_sandbox.process.wait(timeout=10)
+
+    try:
+        eventually(lambda: not [pid for pid in spawned if Path(f"/proc/{pid}").exists()])
+    finally:
+        for data_dir in data_dirs:  # a killed process cannot clean up after itself
+            shutil.rmtree(Path(data_dir).parent, ignore_errors=True)
 
 
 def test_a_failed_start_names_the_component_and_leaves_nothing_running() -> None:

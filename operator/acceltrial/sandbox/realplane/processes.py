@@ -71,12 +71,14 @@ class Component:
 
 
 def _ending_with_parent(command: Sequence[str]) -> list[str]:
-    """Prefix ``setpriv --pdeathsig TERM`` (util-linux) where present: Linux then sends SIGTERM
-    when the thread that started the child ends, so a killed test run or CLI leaves no control
-    plane behind (a normal exit stops the components in order first). Start the control plane
-    from a thread that lives as long as it should."""
+    """Prefix ``setpriv --pdeathsig KILL`` (util-linux) where present: Linux then kills the
+    child when the thread that started it ends, so a killed test run or CLI leaves no control
+    plane behind (a normal exit stops the components in order first). KILL, not TERM: with etcd
+    gone, kube-apiserver's graceful shutdown can wait for a long time, and nothing of a
+    throwaway plane is worth saving. Start the plane from a thread that lives as long as it
+    should."""
     setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else list(command)
+    return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else list(command)
 
 
 def start(name: str, command: Sequence[str], log_dir: Path) -> Component:

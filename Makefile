@@ -15,7 +15,7 @@ SCENARIO ?= promote
 SPEED ?= 1
 
 .PHONY: help demo demo-all prometheus setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
-	validate-examples api-docs verify-api-docs sandbox bench clean
+	validate-examples api-docs verify-api-docs sandbox bench clean control-plane
 
 help: ## List every target with what it does.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,6 +40,9 @@ setup: $(INSTALLED) tools ## Create .venv with every dependency and the tools th
 
 tools: $(INSTALLED) prometheus ## Put real kubectl v1.33, helm and Prometheus (with promtool) into .tools/bin.
 	@PYTHON=$(BIN)/python scripts/kube-tools.sh
+
+control-plane: ## Build the upstream kube-apiserver, controllers, scheduler, etcd and kwok into .tools/bin (Go 1.26).
+	@scripts/control-plane.sh
 
 lint: $(INSTALLED) ## Lint and check formatting with ruff.
 	$(BIN)/ruff check operator tests scripts bench
@@ -83,6 +86,8 @@ validate-examples: $(INSTALLED) ## Validate every example trial offline.
 	$(BIN)/acceltrial validate examples/*.yaml
 
 pytest: setup ## Run the test suite (pass PYTEST_ARGS='-m "not slow"' to skip slow tests).
+	@if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
+		echo "no go command: tests of the real control plane will be skipped" >&2; fi
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts verify-crds verify-api-docs chart-lint pytest ## Everything CI checks: lint, types, contracts, CRD drift, chart, tests.

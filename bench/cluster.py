@@ -36,6 +36,8 @@ def start_sandbox(directory: Path) -> tuple[subprocess.Popen[str], str]:
             "acceltrial.cli.main",
             "sandbox",
             "up",
+            "--control-plane",
+            "emulator",  # this measures the sandbox's own API server
             "--port",
             "0",
             "--kubeconfig",

@@ -2,6 +2,13 @@
 
 The client is deliberately dumb (urllib, JSON in and out) so the tests exercise the server's
 HTTP surface exactly as any Kubernetes client would.
+
+Every test that uses the ``cluster`` fixture (directly or through ``api`` and ``kubectl``) runs
+against both backends: the emulator (``[emulator]``) and the real control plane (``[real]``,
+one per session, reset after each test). Mark a test ``@pytest.mark.emulator_only`` when it
+reads the emulator's internals; ``@pytest.mark.known_difference(reason)`` marks where the
+emulator's behaviour differs from the real server's (the emulator's run is then expected to
+fail; the list is in docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -22,6 +30,8 @@ from typing import Any
 import pytest
 
 from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.realplane.binaries import MissingBinaries, find_binaries
+from acceltrial.sandbox.realplane.plane import RealControlPlane
 from tests.conftest import tool
 
 
@@ -35,8 +45,9 @@ class Reply:
 class Api:
     """JSON over HTTP to the sandbox, returning the status code with the decoded body."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, context: ssl.SSLContext | None = None) -> None:
         self.url = url
+        self.context = context
 
     def request(
         self,
@@ -51,10 +62,10 @@ class Api:
         request = urllib.request.Request(url, data=data, method=method)
         request.add_header("Content-Type", content_type)
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return Reply(response.status, json.loads(response.read()), dict(response.headers))
+            with urllib.request.urlopen(request, timeout=10, context=self.context) as response:
+                return Reply(response.status, _decode(response.read()), dict(response.headers))
         except urllib.error.HTTPError as error:
-            return Reply(error.code, json.loads(error.read()), dict(error.headers))
+            return Reply(error.code, _decode(error.read()), dict(error.headers))
 
     def get(self, path: str, **query: str) -> Reply:
         return self.request("GET", path, **query)
@@ -81,7 +92,13 @@ class Api:
         """The events of a watch until the server ends it (pass timeoutSeconds), or the first
         ``count`` of them."""
         parsed = urllib.parse.urlparse(self.url)
-        connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+        connection: http.client.HTTPConnection
+        if parsed.scheme == "https":
+            connection = http.client.HTTPSConnection(
+                parsed.hostname, parsed.port, timeout=30, context=self.context
+            )
+        else:
+            connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
         connection.request("GET", path + "?" + urllib.parse.urlencode({"watch": "1"} | query))
         response = connection.getresponse()
         events = []
@@ -95,18 +112,68 @@ class Api:
         return events
 
 
+Backend = Sandbox | RealControlPlane
+
+
+def _decode(body: bytes) -> Any:
+    """JSON, or the text the real server sends for a path it does not serve at all."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body.decode(errors="replace")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test that uses a cluster on both backends (emulator-only tests on one)."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    emulator = pytest.param("emulator")
+    difference = metafunc.definition.get_closest_marker("known_difference")
+    if difference is not None:
+        emulator = pytest.param(
+            "emulator", marks=pytest.mark.xfail(reason=difference.args[0], strict=True)
+        )
+    if metafunc.definition.get_closest_marker("emulator_only") is not None:
+        metafunc.parametrize("backend", [emulator])
+    else:
+        metafunc.parametrize("backend", [emulator, pytest.param("real", marks=pytest.mark.slow)])
+
+
+@pytest.fixture(scope="session")
+def real_plane() -> Iterator[RealControlPlane]:
+    """One real control plane for the session's contract tests, with the Gateway API but not
+    the AcceleratorTrial CRD (as the emulator starts); each test that used it resets it."""
+    require_real_control_plane()
+    with RealControlPlane(acceleratortrial_crd=False) as plane:
+        yield plane
+
+
 @pytest.fixture
-def cluster(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    """A sandbox; the API contract tests run it without controllers, so nothing but the test
-    writes. Mark a test ``@pytest.mark.controllers`` to run Deployments, scheduler and kubelet
-    (pods turn Ready 0.05 s after binding)."""
+def cluster(request: pytest.FixtureRequest, backend: str) -> Iterator[Backend]:
+    """A sandbox; the API contract tests run the emulator without controllers, so nothing but
+    the test writes. Mark a test ``@pytest.mark.controllers`` to run Deployments, scheduler and
+    kubelet (pods turn Ready 0.05 s after binding). The real control plane always runs them."""
+    if backend == "real":
+        plane: RealControlPlane = request.getfixturevalue("real_plane")
+        try:
+            yield plane
+        finally:
+            plane.reset()
+        return
     controllers = request.node.get_closest_marker("controllers") is not None
     with Sandbox(controllers=controllers, ready_delay=0.05) as sandbox:
         yield sandbox
 
 
 @pytest.fixture
-def api(cluster: Sandbox) -> Api:
+def api(cluster: Backend) -> Api:
+    if isinstance(cluster, RealControlPlane):
+        assert cluster.certificates is not None
+        context = ssl.create_default_context(cafile=str(cluster.certificates.ca))
+        context.load_cert_chain(
+            str(cluster.certificates.admin_cert), str(cluster.certificates.admin_key)
+        )
+        return Api(cluster.url, context)
     return Api(cluster.url)
 
 
@@ -120,10 +187,11 @@ def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> d
 
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+ROOT_CA = "kube-root-ca.crt"  # a real cluster's controller manager puts it in every namespace
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 
 
-def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
     """Poll ``check`` until it returns something truthy (bounded), and return that."""
     deadline = time.monotonic() + timeout
     while True:
@@ -160,7 +228,7 @@ class Kubectl:
 
 
 @pytest.fixture
-def kubectl(cluster: Sandbox, tmp_path: Path) -> Kubectl:
+def kubectl(cluster: Backend, tmp_path: Path) -> Kubectl:
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -168,3 +236,14 @@ def kubectl(cluster: Sandbox, tmp_path: Path) -> Kubectl:
         "KUBECACHEDIR": str(tmp_path / "cache"),
     }
     return Kubectl(tool("kubectl"), env)
+
+
+def require_real_control_plane() -> None:
+    """Skip a test of the real control plane when it is not built, but never in CI (which sets
+    CI and builds it with `make control-plane`): there a missing build fails the test."""
+    try:
+        find_binaries()
+    except MissingBinaries as missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the real control plane: {missing}")
+        pytest.skip(str(missing))

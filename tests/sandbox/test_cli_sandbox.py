@@ -41,7 +41,7 @@ def sandbox_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Pat
     process = subprocess.Popen(
         [
             sys.executable, "-m", "acceltrial.cli.main", "sandbox", "up", "--port", "0",
-            "--kubeconfig", str(kubeconfig), "--ready-delay", "0.1",
+            "--kubeconfig", str(kubeconfig), "--ready-delay", "0.1", "--control-plane", "emulator",
         ],
         stdout=subprocess.PIPE,
         text=True,

@@ -125,7 +125,7 @@ def test_built_in_kinds_get_the_api_servers_defaults(api: Api) -> None:
     """The API server defaults fields of built-in kinds on write (Deployment strategy
     RollingUpdate 25%/25%, revisionHistoryLimit 10, progressDeadlineSeconds 600; pod spec
     restartPolicy, dnsPolicy, imagePullPolicy IfNotPresent for a tagged image; requests
-    defaulted from limits), so a read-back object carries them."""
+    defaulted from limits in Pods, not in pod templates), so a read-back object carries them."""
     body = deployment("d")
     body["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
 
@@ -140,4 +140,7 @@ def test_built_in_kinds_get_the_api_servers_defaults(api: Api) -> None:
     assert (pod["restartPolicy"], pod["dnsPolicy"]) == ("Always", "ClusterFirst")
     container = pod["containers"][0]
     assert container["imagePullPolicy"] == "IfNotPresent"
-    assert container["resources"]["requests"] == {"cpu": "1"}
+    assert "requests" not in container["resources"]
+    pod_body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod}
+    created = api.post("/api/v1/namespaces/default/pods", pod_body).body
+    assert created["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1"}

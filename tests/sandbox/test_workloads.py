@@ -215,7 +215,9 @@ def test_untolerated_taints_keep_pods_off_neuron_nodes(api: Api) -> None:
 
     pod = eventually(lambda: [p for p in items(api, PODS) if p.get("status", {}).get("conditions")])
     message = pod[0]["status"]["conditions"][0]["message"]
-    assert "untolerated taint {aws.amazon.com/neuron: true}" in message
+    assert (
+        "untolerated taint" in message
+    )  # v1.36 counts nodes: "2 node(s) had untolerated taint(s)"
 
 
 def test_scaling_and_deletion(api: Api) -> None:
@@ -226,7 +228,8 @@ def test_scaling_and_deletion(api: Api) -> None:
 
     api.merge(f"{DEPLOYMENTS}/web", {"spec": {"replicas": 1}})
     eventually(lambda: available(api, "web", 1))
-    assert len(items(api, PODS)) == 1
+    # kwok, like a kubelet, lets a pod go within its grace period (30 s)
+    eventually(lambda: len(items(api, PODS)) == 1, timeout=60)
 
     api.request(
         "PATCH", f"{DEPLOYMENTS}/web/scale", {"spec": {"replicas": 4}},
@@ -235,7 +238,7 @@ def test_scaling_and_deletion(api: Api) -> None:
     eventually(lambda: available(api, "web", 4))
 
     api.delete(f"{DEPLOYMENTS}/web")
-    eventually(lambda: not items(api, PODS) and not items(api, REPLICASETS))
+    eventually(lambda: not items(api, PODS) and not items(api, REPLICASETS), timeout=60)
 
 
 def test_a_template_change_rolls_out_a_new_replicaset(api: Api) -> None:
@@ -252,9 +255,12 @@ def test_a_template_change_rolls_out_a_new_replicaset(api: Api) -> None:
         replicas = sorted((rs["spec"]["replicas"], _revision(rs)) for rs in sets)
         return replicas == [(0, "1"), (2, "2")] and bool(available(api, "web", 2))
 
-    eventually(rolled)
-    images = {p["spec"]["containers"][0]["image"] for p in items(api, PODS)}
-    assert images == {"nginx:2"}
+    eventually(rolled, timeout=60)
+
+    def images() -> set[str]:
+        return {p["spec"]["containers"][0]["image"] for p in items(api, PODS)}
+
+    eventually(lambda: images() == {"nginx:2"}, timeout=60)  # old pods end within their grace
 
 
 def _revision(replicaset: dict[str, Any]) -> str:

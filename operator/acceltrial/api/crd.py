@@ -139,7 +139,9 @@ def open_api_schema() -> Schema:
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
-            "metadata": {"type": "object"},
+            # Declared so the name rule's fieldPath is a valid path (a CRD may say this much
+            # of metadata, no more); the API server keeps validating metadata itself.
+            "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
             "spec": _model_schema(TrialSpec),
             "status": _model_schema(TrialStatus),
         },

@@ -10,6 +10,7 @@ from pathlib import Path
 from acceltrial import __version__
 from acceltrial.api.crd import render_crd
 from acceltrial.cli.check import CheckOptions, add_check, run_check
+from acceltrial.cli.choices import CONTROL_PLANES
 from acceltrial.cli.demo import add_demo
 from acceltrial.cli.trials import (
     ACTION_ANNOTATION as ACTION,
@@ -79,7 +80,14 @@ def _add_sandbox(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=float,
         default=2.0,
         metavar="SECONDS",
-        help="how long a scheduled pod takes to become Ready (default: 2)",
+        help="how long a scheduled pod takes to become Ready (default: 2; emulator only)",
+    )
+    up.add_argument(
+        "--control-plane",
+        choices=CONTROL_PLANES,
+        default="auto",
+        help="real: the upstream API server, controllers and etcd built by `make control-plane`; "
+        "emulator: the built-in one; auto (default): real when built, else the emulator",
     )
 
 
@@ -131,7 +139,9 @@ def _local(args: argparse.Namespace) -> int:
     if args.command == "sandbox":
         from acceltrial.cli.sandbox import SandboxOptions, sandbox_up  # noqa: PLC0415
 
-        options = SandboxOptions(args.port, args.kubeconfig, args.topology, args.ready_delay)
+        options = SandboxOptions(
+            args.port, args.kubeconfig, args.topology, args.ready_delay, args.control_plane
+        )
         return sandbox_up(options, sys.stdout)
     from acceltrial.demo.runner import DemoOptions, run_demo  # noqa: PLC0415
 

@@ -1,10 +1,18 @@
-"""``acceltrial sandbox up``: serve a local cluster until interrupted."""
+"""``acceltrial sandbox up``: serve a local cluster until interrupted.
+
+``--control-plane`` picks the backend: ``emulator`` (the sandbox's own API server, no setup),
+``real`` (the upstream kube-apiserver, controllers, scheduler and etcd built by
+``make control-plane``, with kwok playing the kubelet) or ``auto`` (real when built, else the
+emulator).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -12,8 +20,12 @@ from typing import TextIO
 import yaml
 from pydantic import ValidationError
 
+from acceltrial.cli.choices import CONTROL_PLANES, ControlPlane  # noqa: F401 (re-exported)
 from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.topology import load_topology
+from acceltrial.sandbox.realplane.binaries import MissingBinaries, binaries_available
+from acceltrial.sandbox.realplane.plane import RealControlPlane
+from acceltrial.sandbox.realplane.processes import StartError
+from acceltrial.sandbox.topology import Topology, load_topology
 
 
 @dataclass(frozen=True)
@@ -22,6 +34,7 @@ class SandboxOptions:
     kubeconfig: Path
     topology: Path | None = None
     ready_delay: float = 2.0
+    control_plane: ControlPlane = "emulator"
 
 
 def sandbox_up(options: SandboxOptions, out: TextIO, stop: threading.Event | None = None) -> int:
@@ -35,6 +48,34 @@ def sandbox_up(options: SandboxOptions, out: TextIO, stop: threading.Event | Non
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
+    try:
+        with _serve(options, topology) as (url, kubeconfig):
+            print(f"sandbox API server at {url}", file=out)
+            print(f"kubeconfig written to {kubeconfig}", file=out)
+            print(f"  export KUBECONFIG={kubeconfig}", file=out, flush=True)
+            stop.wait()
+    except (MissingBinaries, StartError) as error:
+        print(f"acceltrial sandbox up: {error}", file=sys.stderr)
+        return 1
+    print("sandbox stopped", file=out, flush=True)
+    return 0
+
+
+def uses_real_control_plane(choice: ControlPlane) -> bool:
+    return choice == "real" or (choice == "auto" and binaries_available())
+
+
+@contextlib.contextmanager
+def _serve(options: SandboxOptions, topology: Topology) -> Iterator[tuple[str, Path]]:
+    if uses_real_control_plane(options.control_plane):
+        print("starting the real control plane (etcd, kube-apiserver, ...)", file=sys.stderr)
+        plane = RealControlPlane(
+            port=options.port, kubeconfig=options.kubeconfig, topology=topology
+        )
+        with plane:
+            print(f"control plane ready in {plane.start_seconds:.1f} s", file=sys.stderr)
+            yield plane.url, plane.kubeconfig
+        return
     sandbox = Sandbox(
         port=options.port,
         kubeconfig=options.kubeconfig,
@@ -42,9 +83,4 @@ def sandbox_up(options: SandboxOptions, out: TextIO, stop: threading.Event | Non
         ready_delay=options.ready_delay,
     )
     with sandbox as cluster:
-        print(f"sandbox API server at {cluster.url}", file=out)
-        print(f"kubeconfig written to {cluster.kubeconfig}", file=out)
-        print(f"  export KUBECONFIG={cluster.kubeconfig}", file=out, flush=True)
-        stop.wait()
-    print("sandbox stopped", file=out, flush=True)
-    return 0
+        yield cluster.url, cluster.kubeconfig

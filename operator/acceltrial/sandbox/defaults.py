@@ -28,7 +28,7 @@ def default_builtin(
     if kind in (("apps", "Deployment"), ("apps", "ReplicaSet")):
         _workload(new.setdefault("spec", {}), deployment=resource.kind == "Deployment")
     elif kind == ("", "Pod"):
-        _pod_spec(new.setdefault("spec", {}))
+        _pod_spec(new.setdefault("spec", {}), pod=True)
     elif kind == ("", "Service"):
         _service(new.setdefault("spec", {}), old)
     return new, []
@@ -47,10 +47,10 @@ def _workload(spec: Object, *, deployment: bool) -> None:
             rolling.setdefault("maxSurge", "25%")
     template = spec.get("template")
     if isinstance(template, dict):
-        _pod_spec(template.setdefault("spec", {}))
+        _pod_spec(template.setdefault("spec", {}), pod=False)
 
 
-def _pod_spec(spec: Object) -> None:
+def _pod_spec(spec: Object, *, pod: bool) -> None:
     for key, value in (
         ("restartPolicy", "Always"),
         ("terminationGracePeriodSeconds", 30),
@@ -61,10 +61,10 @@ def _pod_spec(spec: Object) -> None:
         spec.setdefault(key, copy.deepcopy(value))
     for container in spec.get("containers") or []:
         if isinstance(container, dict):
-            _container(container)
+            _container(container, requests_from_limits=pod)
 
 
-def _container(container: Object) -> None:
+def _container(container: Object, *, requests_from_limits: bool) -> None:
     image = str(container.get("image", ""))
     tagged = ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest")
     container.setdefault("imagePullPolicy", "IfNotPresent" if tagged or "@" in image else "Always")
@@ -72,7 +72,7 @@ def _container(container: Object) -> None:
     container.setdefault("terminationMessagePolicy", "File")
     resources = container.setdefault("resources", {})
     limits = resources.get("limits") or {}
-    if limits:
+    if limits and requests_from_limits:  # Pods only: templates keep what was written
         # "If Requests is omitted for a container, it defaults to Limits if that is explicitly
         # specified" (ResourceRequirements).
         resources["requests"] = limits | (resources.get("requests") or {})

@@ -42,8 +42,10 @@ def unknown_fields(schema: Schema, value: Any, path: str = "") -> list[str]:
     found: list[str] = []
     if isinstance(value, dict) and "properties" in schema:
         for key, item in value.items():
+            if path == "" and key in _ENVELOPE:
+                continue  # never pruned: the API server owns the envelope
             sub = schema["properties"].get(key)
-            if sub is None and not (path == "" and key in _ENVELOPE):
+            if sub is None:
                 found.append(_join(path, key))
             elif sub is not None:
                 found += unknown_fields(sub, item, _join(path, key))
@@ -128,7 +130,7 @@ def _type_cause(schema: Schema, value: Any, path: str) -> Cause | None:
     expected = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
         ok = isinstance(value, int | str) and not isinstance(value, bool)
-        expected = "integer or string"
+        expected = "integer,string"
     elif expected is None:
         return None
     else:
@@ -137,12 +139,26 @@ def _type_cause(schema: Schema, value: Any, path: str) -> Cause | None:
         )
     if ok:
         return None
-    shown = _show(value)
+    shown = f'"{_json_type(value)}"'  # the server names the type it got, not the value
     return Cause(
         "FieldValueTypeInvalid",
         path,
         f"Invalid value: {shown}: {path} in body must be of type {expected}: {shown}",
     )
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _scalar_causes(schema: Schema, value: Any, path: str) -> list[Cause]:
@@ -185,7 +201,9 @@ def _string_causes(schema: Schema, value: str, path: str) -> list[Cause]:
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         causes.append(
             Cause(
-                "FieldValueTooLong", path, f"Too long: may not be longer than {schema['maxLength']}"
+                "FieldValueTooLong",
+                path,
+                f"Too long: may not be more than {schema['maxLength']} bytes",
             )
         )
     if "pattern" in schema and _pattern(schema["pattern"]).search(value) is None:

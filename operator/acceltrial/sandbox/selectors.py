@@ -106,6 +106,13 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _unsupported_field(field: str, kind: str) -> str:
+    """The server's words: kinds with only the common fields use the generic conversion."""
+    if kind in KIND_FIELDS:
+        return f"field label not supported: {field}"
+    return f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+
+
 def parse_field_selector(text: str, kind: str) -> list[Requirement]:
     """Parse ``fieldSelector`` for ``kind``; unsupported fields are refused as the server does."""
     requirements = []
@@ -114,7 +121,7 @@ def parse_field_selector(text: str, kind: str) -> list[Requirement]:
         if match is None:
             raise SelectorError(f"invalid field selector: {clause!r}")
         if match[1] not in COMMON_FIELDS + KIND_FIELDS.get(kind, ()):
-            raise SelectorError(f'field label not supported: "{match[1]}"')
+            raise SelectorError(_unsupported_field(match[1], kind))
         operator = "!=" if match[2] == "!=" else "="
         requirements.append(Requirement(match[1], operator, frozenset([match[3]])))
     return requirements

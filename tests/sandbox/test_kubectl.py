@@ -191,6 +191,7 @@ def test_describe_and_explain(kubectl: Kubectl) -> None:
     assert "weight\t<integer> -required-" in explained
 
 
+@pytest.mark.emulator_only
 def test_a_protobuf_body_is_refused_with_the_command_to_use_instead(kubectl: Kubectl) -> None:
     """kubectl sends protobuf for ``create namespace``; the sandbox reads JSON and YAML only, and
     its 415 says which kubectl commands work instead."""

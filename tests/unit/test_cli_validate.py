@@ -105,3 +105,13 @@ def test_installed_commands_behave_alike(tmp_path: Path) -> None:
         assert failed.returncode == 1
         assert "Traceback" not in failed.stdout + failed.stderr
         assert "-#1 (unnamed): spec: required field is missing" in failed.stdout
+
+
+def test_the_trial_commands_load_neither_the_demo_nor_the_local_cluster() -> None:
+    """`kubectl acceltrial status` must not load the simulated fleet or the sandbox."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, acceltrial.cli.main; print(sorted(sys.modules))"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "acceltrial.sandbox" not in loaded
+    assert "acceltrial.demo" not in loaded

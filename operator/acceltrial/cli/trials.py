@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from acceltrial.api.report import REPORT_KEY, Report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.cli import progress_bar as progress
 from acceltrial.cli.render import html_page, markdown
-from acceltrial.demo import progress
 from acceltrial.kube.gateway import Kube, KubeError
 
 ACTION_ANNOTATION = "acceltrial.dev/action"

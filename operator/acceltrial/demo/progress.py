@@ -10,11 +10,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from acceltrial.cli.progress_bar import bar, progress
 from acceltrial.engine.queries import COST_METRICS
 from acceltrial.sandbox.fleet.exporter import FleetSnapshot
 
 Manifest = dict[str, Any]
-BAR_WIDTH = 20
+
+__all__ = ["PHASE_STORY", "bar", "progress"]  # the bar is the CLI's; the demo prints it too
 
 PHASE_STORY = {
     "Pending": "the trial was accepted; it waits to start",
@@ -29,25 +31,6 @@ PHASE_STORY = {
     "Failed": "failed",
     "Aborted": "aborted",
 }
-
-
-def bar(done: float) -> str:
-    filled = max(0, min(BAR_WIDTH, round(done * BAR_WIDTH)))
-    return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
-
-
-def progress(status: Manifest, steps: int) -> float:
-    """How far the trial got: steps passed, the bake counting as one more. A trial that rolls
-    back keeps the position it had reached, so the bar never goes backwards."""
-    phase = status.get("phase")
-    if phase in ("Promoted",):
-        return 1.0
-    baked = phase in ("BakingIn", "Promoting") or any(
-        result.get("weight") == 100 for result in status.get("analysis") or []
-    )
-    if baked:
-        return steps / (steps + 1)
-    return max(0, (status.get("step") or 1) - 1) / (steps + 1)
 
 
 def value(metric: str | None, number: float | None) -> str:

@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 Manifest = dict[str, Any]
 FIELD_MANAGER = "acceltrial"
 HANDOVER_MANAGER = "acceltrial-handover"
+_HANDOVER_ATTEMPTS = 5
 """Field manager of the handover patch, kept apart so the operator owns no applied field after."""
 GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES = "gateway.networking.k8s.io", "v1", "httproutes"
 TRIAL_GROUP, TRIAL_VERSION, TRIALS = "acceltrial.dev", "v1alpha1", "acceleratortrials"
@@ -126,15 +127,24 @@ class Kube:
             ),
             "Service": (self._core.read_namespaced_service, self._core.patch_namespaced_service),
         }[kind]
-        live = _read(read, name, namespace)
-        if live is None:
-            return
-        operations = handover_operations(live, owner_uid, labels)
-        if len(operations) > 1:
-            _versioned(
-                patch, name, namespace, operations, field_manager=HANDOVER_MANAGER,
-                _content_type="application/json-patch+json",
-            )  # fmt: skip
+        for attempt in range(_HANDOVER_ATTEMPTS):
+            live = _read(read, name, namespace)
+            if live is None:
+                return
+            operations = handover_operations(live, owner_uid, labels)
+            if len(operations) == 1:
+                return  # nothing left to hand over
+            try:
+                _versioned(
+                    patch, name, namespace, operations, field_manager=HANDOVER_MANAGER,
+                    _content_type="application/json-patch+json",
+                )  # fmt: skip
+                return
+            except KubeError as error:
+                # A controller's status write in between: read again, a few times, then let
+                # the tick retry.
+                if error.status != 409 or attempt == _HANDOVER_ATTEMPTS - 1:
+                    raise
 
     def nodes(self) -> list[Manifest]:
         return list(_call(self._core.list_node).get("items") or [])

@@ -87,6 +87,6 @@ for crd in "$gateway_dir"/config/crd/standard/*.yaml; do
 done
 
 "$bin/kube-apiserver" --version
-"$bin/etcd" --version | head -1
+"$bin/etcd" --version | sed -n 1p  # sed reads it all: head would SIGPIPE etcd (pipefail)
 echo "$wanted" >"$stamp"
 echo "control-plane: built in $(($(date +%s) - started)) s"

@@ -191,7 +191,7 @@ ROOT_CA = "kube-root-ca.crt"  # a real cluster's controller manager puts it in e
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 
 
-def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
     """Poll ``check`` until it returns something truthy (bounded), and return that."""
     deadline = time.monotonic() + timeout
     while True:

@@ -9,6 +9,7 @@ from typing import Any
 
 from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, SERVICES, TRIALS, Client
 from acceltrial.demo.scenario import TRIAL_ACTIONS, Manifest, ScenarioAction, seconds
+from acceltrial.sandbox.objects import pod_ready
 
 ACTION_ANNOTATION = "acceltrial.dev/action"
 VARIANT_LABEL = "acceltrial.dev/variant"
@@ -125,7 +126,7 @@ def _ready_variants(client: Client, namespace: str, service_name: str) -> set[st
     selector: dict[str, Any] = service["spec"].get("selector") or {}
     label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
     pods = client.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector={label_selector}")
-    ready = [p for p in (pods or {}).get("items", []) if _ready(p)]
+    ready = [p for p in (pods or {}).get("items", []) if pod_ready(p)]
     if not ready:
         return f"Service {service_name} has no Ready pods"
     return {
@@ -134,8 +135,3 @@ def _ready_variants(client: Client, namespace: str, service_name: str) -> set[st
         else "baseline"
         for p in ready
     }
-
-
-def _ready(pod: Manifest) -> bool:
-    conditions = pod.get("status", {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

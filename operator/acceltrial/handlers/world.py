@@ -122,6 +122,12 @@ class TrialWorld:
             self.kube, self.trial.namespace, self.baseline_name, candidate_name(self.trial)
         )
 
+    @cached_property
+    def _nodes(self) -> list[Manifest]:
+        """The Nodes, read once per tick (a world lives for one tick): preflight's capacity check
+        and the variants' instance ids both need them."""
+        return self.kube.nodes()
+
     # -- observing -------------------------------------------------------------------------
 
     def observe(
@@ -223,7 +229,7 @@ class TrialWorld:
             resource, amount = "aws.amazon.com/neuroncore", candidate.neuron_cores
         else:
             resource, amount = "aws.amazon.com/neuron", candidate.neuron_devices or 1
-        problem = schedulable_problem(self.kube.nodes(), candidate.instance_type, resource, amount)
+        problem = schedulable_problem(self._nodes, candidate.instance_type, resource, amount)
         return [problem] if problem else []
 
     def _competing_trials(self) -> list[str]:
@@ -294,7 +300,7 @@ class TrialWorld:
         namespace = self.trial.namespace
         baseline = self.kube.deployment(namespace, self.baseline_name) or {}
         selector = baseline.get("spec", {}).get("selector", {}).get("matchLabels") or {}
-        nodes = self.kube.nodes()
+        nodes = self._nodes
         return {
             "baseline": variant_target(
                 "baseline", namespace, self.baseline_name,

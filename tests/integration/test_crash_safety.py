@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from acceltrial.api.reasons import CRITERION_FAILED
 from acceltrial.sandbox.cluster import Sandbox
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
     ROUTE,
@@ -121,6 +122,7 @@ def test_killed_in_every_phase_a_bad_candidate_is_still_rolled_back_exactly(
     status = operator.run_until_done(api, path)
     assert status["phase"] == "RolledBack"
     assert status["decision"]["reason"].startswith("errors: ")
+    assert status["decision"]["reasonCode"] == CRITERION_FAILED
     assert backend_refs(api, "crash-regress") == [ROUTE]
     assert watch.weights == [0, 5, 0]
     assert {"Progressing/1", "RollingBack/1"} <= set(operator.crashed_in), operator.crashed_in

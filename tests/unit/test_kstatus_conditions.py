@@ -11,8 +11,8 @@ from datetime import timedelta
 
 from hypothesis import given, settings
 
+from acceltrial.api.actions import UserAction
 from acceltrial.api.status import TrialStatus
-from acceltrial.engine.lifecycle import UserAction
 from tests.unit.test_lifecycle import TICKS, Driver, condition, make_spec
 
 

@@ -9,6 +9,16 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceltrial.api.actions import UserAction
+from acceltrial.api.reasons import (
+    ABORTED,
+    API_REFUSED,
+    CANDIDATE_NOT_AVAILABLE,
+    CANDIDATE_NOT_SCALED,
+    CRITERION_FAILED,
+    PREFLIGHT_FAILED,
+    PROMOTED,
+)
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import EconomicsStatus, OriginalRouting, TrialStatus, VariantEconomics
 from acceltrial.engine.analysis import RoundOutcome
@@ -27,7 +37,6 @@ from acceltrial.engine.lifecycle import (
     ScaleCandidate,
     SetWeight,
     TickResult,
-    UserAction,
     decide,
     measurement_due,
     on_delete,
@@ -146,6 +155,7 @@ def test_a_good_candidate_is_promoted_step_by_step() -> None:
     assert status.original == ORIGINAL
     assert status.decision is not None
     assert status.decision.verdict == "promote"
+    assert status.decision.reason_code == PROMOTED
     assert condition(status, "Ready") == ("True", "Promoted")
     assert condition(status, "Progressing") == ("False", "Promoted")
     phases = [e.reason for r in driver.history for e in r.events]
@@ -165,6 +175,7 @@ def test_preflight_failure_changes_nothing() -> None:
     decision = driver.status.decision
     assert decision is not None
     assert decision.verdict == "none", "nothing was deployed, so nothing was rolled back"
+    assert decision.reason_code == PREFLIGHT_FAILED
 
 
 def test_a_failed_measurement_rolls_back_and_restores_routing() -> None:
@@ -184,6 +195,7 @@ def test_a_failed_measurement_rolls_back_and_restores_routing() -> None:
     decision = driver.status.decision
     assert decision is not None
     assert decision.verdict == "rollback"
+    assert decision.reason_code == CRITERION_FAILED
     assert decision.reason.endswith("at 25%")
     assert condition(driver.status, "Degraded") == ("True", "RolledBack")
 
@@ -217,6 +229,7 @@ def test_manual_approval_waits_and_abort_still_works() -> None:
     assert driver.status.phase == "Aborted"
     assert driver.status.decision is not None
     assert driver.status.decision.verdict == "abort"
+    assert driver.status.decision.reason_code == ABORTED
 
 
 def test_approve_promotes_and_a_failure_during_bake_rolls_back() -> None:
@@ -254,7 +267,8 @@ def test_a_candidate_that_never_becomes_available_is_rolled_back() -> None:
     driver = Driver(make_spec(), candidate_available=False)
     driver.run_until("RollingBack")
     assert driver.status.decision is not None
-    assert "not Available within 5m" in driver.status.decision.reason
+    assert driver.status.decision.reason_code == CANDIDATE_NOT_AVAILABLE
+    assert "within 5m" in driver.status.decision.reason, "the deadline is named"
     assert driver.weights() == []
 
 
@@ -344,6 +358,7 @@ def test_promotion_rolls_back_when_the_replicas_never_become_available() -> None
     run_to_promoting(driver, projected=5)
     driver.run_until("RollingBack", outcome=None)
     assert driver.status.decision is not None
+    assert driver.status.decision.reason_code == CANDIDATE_NOT_SCALED
     assert "did not reach 5 Available replicas within 5m" in driver.status.decision.reason
     assert SetWeight(100) not in driver.actions()
     driver.tick(outcome=None)
@@ -478,6 +493,7 @@ def test_a_permanent_refusal_ends_the_trial_instead_of_retrying() -> None:
     assert result.status.phase == "Failed"
     assert result.actions == (RemoveCandidate(),), "whatever the refused tick created goes"
     assert result.status.decision is not None
+    assert result.status.decision.reason_code == API_REFUSED
     assert refusal in result.status.decision.reason
     # Once traffic has moved, a refusal rolls back exactly.
     driver.run_until("Progressing")

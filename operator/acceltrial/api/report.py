@@ -10,10 +10,11 @@ commit so that Git matches the cluster.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from acceltrial.api.base import ApiModel
 from acceltrial.api.status import Decision, EconomicsStatus, Phase
@@ -143,3 +144,21 @@ class Report(ApiModel):
     gitops: dict[str, Any] | None = None
     """For a promoted trial: the manifests to commit (the candidate Deployment as the new primary,
     the HTTPRoute at 100%)."""
+
+
+class UnreadableReport(ValueError):
+    """The report ConfigMap holds something that is not a report."""
+
+
+def read_report(config_map: dict[str, Any] | None) -> Report | None:
+    """The report a ``<trial>-report`` ConfigMap holds; None when there is none yet.
+
+    Raises :class:`UnreadableReport` when the ConfigMap holds something else (edited by hand,
+    say), with pydantic's or the JSON parser's words for what is wrong."""
+    text = ((config_map or {}).get("data") or {}).get(REPORT_KEY)
+    if not text:
+        return None
+    try:
+        return Report.model_validate(json.loads(text))
+    except (ValueError, ValidationError) as error:
+        raise UnreadableReport(str(error)) from None

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
+from acceltrial.api.reasons import ReasonCode
 
 Phase = Literal[
     "Pending",
@@ -203,6 +204,10 @@ class Decision(ApiModel):
     failed preflight), so there was nothing to promote or roll back."""
     reason: str = Field(max_length=4096)
     """Why, with the numbers, e.g. 'p99-latency 1.34x baseline (limit 1.10) at 25%'."""
+    reason_code: ReasonCode | None = None
+    """The kind of reason, for machines: Promoted, Aborted, PreflightFailed, PreflightTimedOut,
+    ApiRefused, CandidateNotAvailable, CandidateNotScaled, CriterionFailed, MeasurementErrored or
+    Inconclusive. Absent on decisions recorded before codes existed."""
     at: datetime
     """When it was decided."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import ConfigDict, Field
 
@@ -17,6 +17,22 @@ KIND = "AcceleratorTrial"
 PLURAL = "acceleratortrials"
 SINGULAR = "acceleratortrial"
 SHORT_NAMES = ("acceltrial", "at")
+
+
+class GroupVersionResource(NamedTuple):
+    """Where the API server serves a kind of custom object."""
+
+    group: str
+    version: str
+    plural: str
+
+    def collection_path(self, namespace: str) -> str:
+        """The REST path of the objects in ``namespace``."""
+        return f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}"
+
+
+TRIAL_GVR = GroupVersionResource(GROUP, VERSION, PLURAL)
+"""The AcceleratorTrial resource, as the operator, the CLI, the demo and the tests address it."""
 
 
 class ObjectMeta(ApiModel):

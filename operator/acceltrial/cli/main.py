@@ -8,13 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from acceltrial import __version__
+from acceltrial.api.actions import ACTION_ANNOTATION as ACTION
 from acceltrial.api.crd import render_crd
 from acceltrial.cli.check import CheckOptions, add_check, run_check
 from acceltrial.cli.choices import CONTROL_PLANES
 from acceltrial.cli.demo import add_demo
-from acceltrial.cli.trials import (
-    ACTION_ANNOTATION as ACTION,
-)
 from acceltrial.cli.trials import (
     ACTIONS,
     CliError,

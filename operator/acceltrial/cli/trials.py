@@ -11,16 +11,15 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from kubernetes import client, config
-from pydantic import ValidationError
 
-from acceltrial.api.report import REPORT_KEY, Report, report_name
+from acceltrial.api.actions import ACTION_ANNOTATION, USER_ACTIONS
+from acceltrial.api.report import UnreadableReport, read_report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.cli import progress_bar as progress
 from acceltrial.cli.render import html_page, markdown
 from acceltrial.kube.gateway import Kube, KubeError
 
-ACTION_ANNOTATION = "acceltrial.dev/action"
-ACTIONS = ("pause", "resume", "abort", "promote", "approve")
+ACTIONS = USER_ACTIONS
 MESSAGE_WIDTH = 80
 """Longest MESSAGE shown by ``status``; the whole message is in the trial's status.message."""
 Manifest = dict[str, Any]
@@ -147,13 +146,12 @@ def show_status(
 def show_report(target: Target, name: str, output: str, out: TextIO) -> int:
     _trial(target, name)
     config_map = _ask(lambda: target.kube.config_map(target.namespace, report_name(name)))
-    text = ((config_map or {}).get("data") or {}).get(REPORT_KEY)
-    if not text:
-        raise CliError(f"trial {target.namespace}/{name} has no report yet (no measurement so far)")
     try:
-        report = Report.model_validate(json.loads(text))
-    except (ValueError, ValidationError) as error:
+        report = read_report(config_map)
+    except UnreadableReport as error:
         raise CliError(f"the report ConfigMap {report_name(name)} is unreadable: {error}") from None
+    if report is None:
+        raise CliError(f"trial {target.namespace}/{name} has no report yet (no measurement so far)")
     if output == "json":
         out.write(json.dumps(report.model_dump(mode="json", by_alias=True), indent=2) + "\n")
     elif output == "html":

@@ -8,13 +8,13 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from acceltrial.api.trial import GROUP, PLURAL, VERSION
+from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.demo.scenario import Baseline, Manifest
 
 ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/{}/httproutes"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{}/deployments"
 SERVICES = "/api/v1/namespaces/{}/services"
-TRIALS = f"/apis/{GROUP}/{VERSION}/namespaces/{{}}/{PLURAL}"
+TRIALS = TRIAL_GVR.collection_path("{}")
 SERVING_PORT = 8000
 
 

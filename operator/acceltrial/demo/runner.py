@@ -24,9 +24,10 @@ from typing import TextIO
 
 import yaml
 
+from acceltrial.api.actions import action_annotation
 from acceltrial.api.crd import render_crd
 from acceltrial.api.durations import duration_seconds
-from acceltrial.api.report import REPORT_KEY, Report, report_name
+from acceltrial.api.report import Report, read_report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.cli.render import html_page, markdown, short_hash
 from acceltrial.demo import progress
@@ -409,8 +410,7 @@ def _watch(
             return body
         if elapsed > timeout and not aborted:
             run.say(f"no decision within {timeout:g}s: aborting the trial")
-            patch = {"metadata": {"annotations": {"acceltrial.dev/action": "abort"}}}
-            client.merge(run.trial_path, patch)
+            client.merge(run.trial_path, action_annotation("abort"))
             aborted = True
         if elapsed > timeout + 60:
             return body
@@ -532,9 +532,7 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
 
 def _report(run: Run, client: Client) -> Report | None:
     name = report_name(run.trial["metadata"]["name"])
-    config_map = client.get(f"/api/v1/namespaces/{run.namespace}/configmaps/{name}") or {}
-    text = (config_map.get("data") or {}).get(REPORT_KEY)
-    return None if not text else Report.model_validate(json.loads(text))
+    return read_report(client.get(f"/api/v1/namespaces/{run.namespace}/configmaps/{name}"))
 
 
 def _report_lines(run: Run, report: Report | None) -> list[str]:
@@ -606,4 +604,7 @@ def _matches(scenario: Scenario, status: Manifest, serving: str | None) -> tuple
     reason = (status.get("decision") or {}).get("reason") or status.get("message") or ""
     if expect.reason and expect.reason not in reason:
         problems.append(f"the reason was {reason!r}")
+    code = (status.get("decision") or {}).get("reasonCode")
+    if expect.reason_code is not None and code != expect.reason_code:
+        problems.append(f"the reason code was {code or 'none'}")
     return (not problems, "matched" if not problems else "NOT matched: " + "; ".join(problems))

@@ -16,8 +16,10 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 from pydantic.functional_validators import field_validator
 
+from acceltrial.api.actions import USER_ACTIONS
 from acceltrial.api.base import ApiModel
 from acceltrial.api.durations import Duration, duration_seconds
+from acceltrial.api.reasons import ReasonCode
 from acceltrial.api.status import Phase
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import merge_patch
@@ -200,7 +202,7 @@ UserDoes = Literal[
     "scale-baseline",
     "set-route-weights",
 ]
-TRIAL_ACTIONS = ("pause", "resume", "abort", "approve", "promote")
+TRIAL_ACTIONS = USER_ACTIONS
 _CALL = re.compile(r"^\s*([a-z-]+)\s*\((.*)\)\s*$")
 
 
@@ -268,6 +270,8 @@ class Expect(ApiModel):
     """The step at which it is decided (status.step at the end)."""
     reason: str | None = None
     """Text the decision's reason must contain."""
+    reason_code: ReasonCode | None = None
+    """The decision's status.decision.reasonCode (CriterionFailed, Inconclusive, ...)."""
 
 
 class Scenario(ApiModel):

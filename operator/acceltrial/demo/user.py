@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceltrial.api.actions import ACTION_ANNOTATION
 from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, SERVICES, TRIALS, Client
 from acceltrial.demo.scenario import TRIAL_ACTIONS, Manifest, ScenarioAction, seconds
 from acceltrial.sandbox.objects import pod_ready
 
-ACTION_ANNOTATION = "acceltrial.dev/action"
 VARIANT_LABEL = "acceltrial.dev/variant"
 
 

@@ -24,7 +24,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from acceltrial.api.actions import UserAction
 from acceltrial.api.durations import duration_seconds
+from acceltrial.api.reasons import (
+    ABORTED,
+    API_REFUSED,
+    CANDIDATE_NOT_AVAILABLE,
+    CANDIDATE_NOT_SCALED,
+    CRITERION_FAILED,
+    INCONCLUSIVE,
+    MEASUREMENT_ERRORED,
+    PREFLIGHT_FAILED,
+    PREFLIGHT_TIMED_OUT,
+    PROMOTED,
+    ReasonCode,
+)
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
@@ -43,7 +57,6 @@ from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.queries import Variant
 
-UserAction = Literal["pause", "resume", "abort", "promote", "approve"]
 RECENT_RESULTS = 64
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
 _PROGRESSING_PHASES = frozenset({"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"})
@@ -253,7 +266,7 @@ class _Tick:
             self._refused(phase, self.obs.refused)
             return
         if self.obs.action == "abort" and phase != "RollingBack":
-            self._roll_back("abort", "aborted by a person (acceltrial.dev/action: abort)")
+            self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
             return
         handlers = {
             "Pending": self._pending,
@@ -271,10 +284,10 @@ class _Tick:
         if phase in ("Pending", "Preflight"):
             # Nothing was routed yet; a candidate half-created by the refused tick goes.
             self.actions.append(RemoveCandidate())
-            self._update(decision=self._decision("none", reason))
+            self._update(decision=self._decision("none", API_REFUSED, reason))
             self._enter("Failed", f"{reason}; routing was never changed")
         else:
-            self._roll_back("rollback", reason)
+            self._roll_back("rollback", API_REFUSED, reason)
 
     def _pending(self) -> None:
         self._update(criteria_hash=criteria_hash(self.spec), started_at=self.obs.now)
@@ -283,7 +296,9 @@ class _Tick:
     def _preflight(self) -> None:
         if self.obs.preflight_problems:
             reason = "; ".join(self.obs.preflight_problems)
-            self._update(decision=self._decision("none", f"preflight failed: {reason}"))
+            self._update(
+                decision=self._decision("none", PREFLIGHT_FAILED, f"preflight failed: {reason}")
+            )
             self._enter("Failed", f"preflight failed, nothing was changed: {reason}")
             return
         if self.obs.preflight_waits:
@@ -299,7 +314,7 @@ class _Tick:
         started = self.status.started_at or self.obs.now
         if self.obs.now >= started + _seconds(self.spec.progress_deadline):
             why = f"preflight failed after waiting {self.spec.progress_deadline}: {reason}"
-            self._update(decision=self._decision("none", why))
+            self._update(decision=self._decision("none", PREFLIGHT_TIMED_OUT, why))
             self._enter("Failed", f"{why}; nothing was changed")
         else:
             self._enter("Preflight", f"waiting before anything changes: {reason}")
@@ -325,6 +340,7 @@ class _Tick:
         if self.obs.now >= deadline:
             self._roll_back(
                 "rollback",
+                CANDIDATE_NOT_AVAILABLE,
                 f"the candidate was not Available within {self.spec.progress_deadline}",
             )
 
@@ -373,6 +389,7 @@ class _Tick:
         if self.obs.now >= started + _seconds(self.spec.progress_deadline):
             self._roll_back(
                 "rollback",
+                CANDIDATE_NOT_SCALED,
                 f"the candidate did not reach {promotion.replicas} Available replicas within "
                 f"{self.spec.progress_deadline} ({self.obs.candidate_available_replicas} were)",
             )
@@ -397,7 +414,7 @@ class _Tick:
                 replicas=self.spec.candidate.replicas, reason="candidate.replicas"
             )
             self._update(
-                decision=self._decision("promote", "every step and the bake passed"),
+                decision=self._decision("promote", PROMOTED, "every step and the bake passed"),
                 promotion=promotion.model_copy(update={"handed_over_at": self.obs.now}),
             )
             self._enter(
@@ -429,11 +446,14 @@ class _Tick:
         verdict: StepStatus = assess(counts, self.spec.analysis)
         where = f"at {self.status.canary_weight}%"
         if verdict in ("Failed", "Errored"):
-            self._roll_back("rollback", f"{measurement.reason} {where}")
+            code: ReasonCode = CRITERION_FAILED if verdict == "Failed" else MEASUREMENT_ERRORED
+            self._roll_back("rollback", code, f"{measurement.reason} {where}")
             return False
         if verdict == "Inconclusive" and self.status.phase != "Paused":
             if self.spec.analysis.on_inconclusive == "rollback":
-                self._roll_back("rollback", f"inconclusive: {measurement.reason} {where}")
+                self._roll_back(
+                    "rollback", INCONCLUSIVE, f"inconclusive: {measurement.reason} {where}"
+                )
             else:
                 why = f"too many inconclusive measurements: {measurement.reason} {where}"
                 self._pause("Inconclusive", why)
@@ -479,8 +499,10 @@ class _Tick:
         self._update(pause_reason=why)
         self._enter("Paused", text)
 
-    def _roll_back(self, verdict: Literal["rollback", "abort"], reason: str) -> None:
-        self._update(decision=self._decision(verdict, reason), pause_reason=None)
+    def _roll_back(
+        self, verdict: Literal["rollback", "abort"], code: ReasonCode, reason: str
+    ) -> None:
+        self._update(decision=self._decision(verdict, code, reason), pause_reason=None)
         self._enter("RollingBack", f"rolling back: {reason}")
 
     def _keep_weight(self) -> None:
@@ -497,7 +519,7 @@ class _Tick:
             "and the trial holds. Restore them, or delete and re-create the trial to restart."
         )
         if self.obs.action == "abort":
-            self._roll_back("abort", "aborted by a person (acceltrial.dev/action: abort)")
+            self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
         conditions = self._condition(self._conditions(), SPEC_CHANGE_REJECTED, "True", message)
         self._update(conditions=conditions)
 
@@ -514,9 +536,12 @@ class _Tick:
         self.status = self.status.model_copy(update=changes)
 
     def _decision(
-        self, verdict: Literal["promote", "rollback", "abort", "none"], reason: str
+        self,
+        verdict: Literal["promote", "rollback", "abort", "none"],
+        code: ReasonCode,
+        reason: str,
     ) -> Decision:
-        return Decision(verdict=verdict, reason=reason, at=self.obs.now)
+        return Decision(verdict=verdict, reason=reason, reason_code=code, at=self.obs.now)
 
     def _spec_changed(self) -> bool:
         frozen = self.status.criteria_hash

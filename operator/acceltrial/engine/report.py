@@ -25,7 +25,7 @@ from acceltrial.api.report import (
     Workload,
 )
 from acceltrial.api.spec import Criterion, TrialSpec
-from acceltrial.api.status import CriterionResult, TrialStatus
+from acceltrial.api.status import TERMINAL_PHASES, CriterionResult, TrialStatus
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.economics import migration_total
 from acceltrial.engine.lifecycle import Measurement
@@ -57,6 +57,22 @@ class ReportInputs:
     gitops: dict[str, Any] | None = None
 
 
+def report_due(before: TrialStatus, after: TrialStatus, measured: bool) -> bool:
+    """Whether a tick rewrites the report: after each measurement and each phase change."""
+    return measured or after.phase != before.phase
+
+
+def gitops_due(status: TrialStatus) -> bool:
+    """Whether the report lists what to commit: once promoted, so Git can match the cluster."""
+    return status.phase == "Promoted"
+
+
+def upload_due(status: TrialStatus) -> bool:
+    """Whether the report goes to S3: once the trial has ended, so the upload is the whole
+    story, written once rather than on every tick."""
+    return status.phase in TERMINAL_PHASES
+
+
 def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
     """The report after this tick, from the previous one (None for the first)."""
     spec, status = inputs.spec, inputs.status
@@ -80,7 +96,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         compatibility=_compatibility(spec, status, timeline),
         controlled_test=_controlled_test(spec, status, timeline),
         timeline=timeline,
-        gitops=inputs.gitops if status.phase == "Promoted" else None,
+        gitops=inputs.gitops if gitops_due(status) else None,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any, cast
 import kopf
 from pydantic import ValidationError
 
+from acceltrial.api.actions import ACTION_ANNOTATION, UserAction, requested_action
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import PHASES, TERMINAL_PHASES, TrialStatus
 from acceltrial.api.trial import GROUP, PLURAL, VERSION
@@ -24,7 +25,6 @@ from acceltrial.engine.lifecycle import (
     ClearUserAction,
     Observation,
     TickResult,
-    UserAction,
     decide,
     on_delete,
 )
@@ -36,8 +36,6 @@ from acceltrial.providers.reports.s3 import ReportUploadError
 from acceltrial.providers.routing.port import RoutingProblem
 
 LOG = logging.getLogger(__name__)
-ACTION_ANNOTATION = "acceltrial.dev/action"
-USER_ACTIONS = ("pause", "resume", "abort", "promote", "approve")
 TICK_SECONDS = config_from_env().tick_seconds
 
 
@@ -186,8 +184,7 @@ def _load(body: kopf.Body) -> tuple[TrialSpec, TrialStatus, TrialRef] | None:
 
 
 def _user_action(body: kopf.Body) -> UserAction | None:
-    value = body.meta.annotations.get(ACTION_ANNOTATION)
-    return cast(UserAction, value) if value in USER_ACTIONS else None
+    return requested_action(body.meta.annotations)
 
 
 def _dump(status: TrialStatus) -> dict[str, Any]:

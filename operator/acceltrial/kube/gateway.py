@@ -19,13 +19,15 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from acceltrial.api.trial import TRIAL_GVR
+
 Manifest = dict[str, Any]
 FIELD_MANAGER = "acceltrial"
 HANDOVER_MANAGER = "acceltrial-handover"
 _HANDOVER_ATTEMPTS = 5
 """Field manager of the handover patch, kept apart so the operator owns no applied field after."""
 GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES = "gateway.networking.k8s.io", "v1", "httproutes"
-TRIAL_GROUP, TRIAL_VERSION, TRIALS = "acceltrial.dev", "v1alpha1", "acceleratortrials"
+TRIAL_GROUP, TRIAL_VERSION, TRIALS = TRIAL_GVR
 _APPLY = "application/apply-patch+yaml"
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
-from pydantic import ValidationError
-
-from acceltrial.api.report import REPORT_KEY, Report, report_name
+from acceltrial.api.report import REPORT_KEY, Report, UnreadableReport, read_report, report_name
 from acceltrial.api.trial import GROUP, KIND, VERSION
 from acceltrial.engine.candidate import TRIAL_LABEL, TrialRef
 from acceltrial.kube.gateway import Kube
@@ -24,12 +22,9 @@ class ConfigMapReports:
 
     def load(self, trial: TrialRef) -> Report | None:
         config_map = self.kube.config_map(trial.namespace, report_name(trial.name))
-        text = ((config_map or {}).get("data") or {}).get(REPORT_KEY)
-        if not text:
-            return None
         try:
-            return Report.model_validate(json.loads(text))
-        except (ValueError, ValidationError) as error:
+            return read_report(config_map)
+        except UnreadableReport as error:
             # Someone edited it by hand: start a new one rather than fail the trial.
             LOG.warning("report of %s/%s is unreadable (%s); starting anew", trial.namespace,
                         trial.name, error)  # fmt: skip

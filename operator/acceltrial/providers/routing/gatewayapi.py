@@ -79,6 +79,10 @@ class GatewayApiRouter:
         if route is not None and TRIAL_ANNOTATION in (route["metadata"].get("annotations") or {}):
             self._write(self._refs(route), None)
 
+    def committed(self) -> dict[str, dict[str, Any]]:
+        route = self.kube.http_route(self.namespace, self.route_name)
+        return {"httpRoute": route} if route is not None else {}
+
     def _write(self, refs: list[dict[str, Any]], trial: str | None) -> None:
         try:
             annotations = {TRIAL_ANNOTATION: trial}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from acceltrial.api.status import OriginalRouting
 
@@ -36,4 +36,9 @@ class Router(Protocol):
 
     def release(self) -> None:
         """After promotion: leave the routing as it is, no longer marked as the trial's."""
+        ...
+
+    def committed(self) -> dict[str, dict[str, Any]]:
+        """After promotion: this router's objects a GitOps user commits, as they are now, by
+        the report's key for them (``httpRoute``); empty when it owns none."""
         ...

@@ -4,6 +4,7 @@ ratio of pods. The baseline is never touched; only the candidate is scaled."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from acceltrial.api.status import OriginalRouting
 from acceltrial.engine.routing import replicas_for_share
@@ -47,3 +48,7 @@ class ReplicasRouter:
 
     def release(self) -> None:
         """Nothing marks the baseline Service as the trial's."""
+
+    def committed(self) -> dict[str, dict[str, Any]]:
+        """The routing is the baseline Service, which the trial never changed."""
+        return {}

@@ -1,0 +1,101 @@
+"""What one tick of one trial reads of the cluster, each object read at most once.
+
+A :class:`TickSnapshot` lives for one tick. Each object (the baseline Deployment and its
+Service, the candidate, the variants' pods, the Nodes, the namespace's trials and autoscalers)
+is read the first time a part of the tick asks for it and then kept, so the preflight, the
+measurement, the executor and the report writer all see the same objects and the API server
+answers each question once. Writes and their read-backs (the routers verify what they wrote) go
+around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from acceltrial.api.spec import TrialSpec
+from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_name
+from acceltrial.engine.costing import VariantResources
+from acceltrial.engine.queries import Variant, VariantTarget
+from acceltrial.engine.targets import baseline_pods, variant_target
+from acceltrial.kube.gateway import Kube
+from acceltrial.providers.pricing.sources import price_sources
+from acceltrial.providers.pricing.trial import variant_resources
+
+Manifest = dict[str, Any]
+
+
+@dataclass
+class TickSnapshot:
+    """The objects one trial's tick needs, read lazily and once."""
+
+    kube: Kube
+    spec: TrialSpec
+    trial: TrialRef
+
+    @property
+    def namespace(self) -> str:
+        return self.trial.namespace
+
+    @property
+    def baseline_name(self) -> str:
+        return self.spec.baseline.deployment_ref.name
+
+    @property
+    def baseline_service_name(self) -> str:
+        ref = self.spec.baseline.service_ref
+        return ref.name if ref is not None else self.baseline_name
+
+    @property
+    def candidate_name(self) -> str:
+        return candidate_name(self.trial)
+
+    @cached_property
+    def baseline(self) -> Manifest | None:
+        return self.kube.deployment(self.namespace, self.baseline_name)
+
+    @cached_property
+    def baseline_service(self) -> Manifest | None:
+        return self.kube.service(self.namespace, self.baseline_service_name)
+
+    @cached_property
+    def candidate(self) -> Manifest | None:
+        return self.kube.deployment(self.namespace, self.candidate_name)
+
+    @cached_property
+    def nodes(self) -> list[Manifest]:
+        """Preflight's capacity check and the variants' instance ids both need them."""
+        return self.kube.nodes()
+
+    @cached_property
+    def trials(self) -> list[Manifest]:
+        """The trials of the namespace (one trial per baseline)."""
+        return self.kube.trials(self.namespace)
+
+    @cached_property
+    def autoscalers(self) -> list[Manifest]:
+        return self.kube.autoscalers(self.namespace)
+
+    @cached_property
+    def targets(self) -> dict[Variant, VariantTarget]:
+        """Each variant's pods and the instance ids of their nodes, as the queries select them."""
+        selector = (self.baseline or {}).get("spec", {}).get("selector", {}).get("matchLabels")
+        return {
+            "baseline": variant_target(
+                "baseline", self.namespace, self.baseline_name,
+                baseline_pods(self.kube.pods(self.namespace, selector or {}), self.trial.name),
+                nodes=self.nodes, accelerator="gpu",
+            ),
+            "candidate": variant_target(
+                "candidate", self.namespace, self.candidate_name,
+                self.kube.pods(self.namespace, candidate_labels(self.trial)),
+                nodes=self.nodes, accelerator="neuron",
+            ),
+        }  # fmt: skip
+
+    @cached_property
+    def resources(self) -> dict[Variant, VariantResources]:
+        """What each variant's pods cost and take (prices may come from the AWS Price List)."""
+        catalog, source = price_sources(self.spec.economics.pricing)
+        return variant_resources(self.spec, self.baseline or {}, catalog, source)

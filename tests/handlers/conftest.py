@@ -9,14 +9,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, config
 
 from acceltrial.api.spec import TrialSpec
+from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.kube.gateway import Kube
 from acceltrial.sandbox.cluster import Sandbox
+from tests.conftest import REPO
 from tests.sandbox.conftest import Api
 
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ROUTE = {"name": "llama3-gpu", "port": 8000}
 LABELS = {"app": "llama3"}
 _NAMESPACES = itertools.count()
@@ -48,7 +52,11 @@ def cluster() -> Iterator[Sandbox]:
 
 @pytest.fixture(scope="module")
 def api(cluster: Sandbox) -> Api:
-    return Api(cluster.url)
+    """Plain HTTP to the cluster, which serves AcceleratorTrials."""
+    api = Api(cluster.url)
+    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
+    assert api.post(CRDS, crd).status == 201
+    return api
 
 
 @pytest.fixture
@@ -131,3 +139,13 @@ def trial_spec(router: str = "gatewayapi", prometheus: str = "http://127.0.0.1:9
 
 def trial_ref(namespace: str, uid: str = "0f6c1b8e-0000-4000-8000-000000000001") -> TrialRef:
     return TrialRef("llama3-inf2", namespace, uid)
+
+
+def create_trial(api: Api, namespace: str, spec: TrialSpec) -> TrialRef:
+    """The AcceleratorTrial ``llama3-inf2`` in ``namespace`` (owner of what the trial creates)."""
+    body = {"apiVersion": "acceltrial.dev/v1alpha1", "kind": "AcceleratorTrial",
+            "metadata": {"name": "llama3-inf2", "namespace": namespace},
+            "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}  # fmt: skip
+    created = api.post(TRIAL_GVR.collection_path(namespace), body)
+    assert created.status == 201, created.body
+    return trial_ref(namespace, created.body["metadata"]["uid"])

@@ -8,35 +8,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import yaml
 
 from acceltrial.api.status import HttpRouteOriginal, OriginalRouting, TrialStatus
 from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.engine.lifecycle import ClearUserAction, DeployCandidate, SetWeight, decide
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube
-from tests.conftest import REPO
-from tests.handlers.conftest import ROUTE, RecordingClient, trial_ref, trial_spec
+from tests.handlers.conftest import ROUTE, RecordingClient, create_trial, trial_ref, trial_spec
 from tests.sandbox.conftest import Api
-
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def trial_crd(api: Api) -> None:
-    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
-    assert api.post(CRDS, crd).status == 201
 
 
 def started_trial(api: Api, kube: Kube, namespace: str, router: str) -> TrialStatus:
     """A trial at step 1 (5%), as the operator leaves it: candidate deployed, weight set."""
     spec = trial_spec(router)
-    body = {"apiVersion": "acceltrial.dev/v1alpha1", "kind": "AcceleratorTrial",
-            "metadata": {"name": "llama3-inf2", "namespace": namespace},
-            "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}  # fmt: skip
-    created = api.post(TRIAL_GVR.collection_path(namespace), body)
-    assert created.status == 201, created.body
-    ref = trial_ref(namespace, created.body["metadata"]["uid"])
+    ref = create_trial(api, namespace, spec)
     original = (
         OriginalRouting(router="gatewayapi", baseline_replicas=2, http_route=HttpRouteOriginal(
             name="llama3", namespace=namespace, rule_index=0, backend_refs=[ROUTE]))

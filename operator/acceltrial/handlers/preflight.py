@@ -10,12 +10,11 @@ from acceltrial.engine.preflight import (
     baseline_missing,
     baseline_waits,
     competing_trials,
-    neuron_request,
     service_problems,
 )
 from acceltrial.handlers.measure import metric_problems
 from acceltrial.handlers.snapshot import TickSnapshot
-from acceltrial.providers.capacity.nodes import schedulable_problem
+from acceltrial.providers.capacity.registry import capacity_provider
 from acceltrial.providers.routing.port import Router
 
 
@@ -39,7 +38,4 @@ def preflight(snapshot: TickSnapshot, router: Router) -> tuple[tuple[str, ...], 
 
 
 def capacity_problems(snapshot: TickSnapshot) -> list[str]:
-    candidate = snapshot.spec.candidate
-    resource, amount = neuron_request(candidate)
-    problem = schedulable_problem(snapshot.nodes, candidate.instance_type, resource, amount)
-    return [problem] if problem else []
+    return capacity_provider().problems(snapshot.spec.candidate, snapshot.nodes)

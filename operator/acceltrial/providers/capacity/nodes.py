@@ -7,11 +7,23 @@ cluster with no Neuron node running fails this check with a message that says so
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from acceltrial.api.spec import CandidateSpec
 from acceltrial.engine.candidate import INSTANCE_TYPE_LABEL, NEURON_TOLERATION
+from acceltrial.engine.preflight import neuron_request
 
 Manifest = dict[str, Any]
+
+
+class NodesCapacity:
+    """A :class:`~acceltrial.providers.capacity.port.CapacityProvider` on the Nodes as read."""
+
+    def problems(self, candidate: CandidateSpec, nodes: Sequence[Manifest]) -> list[str]:
+        resource, amount = neuron_request(candidate)
+        problem = schedulable_problem(list(nodes), candidate.instance_type, resource, amount)
+        return [problem] if problem else []
 
 
 def schedulable_problem(

@@ -1,0 +1,81 @@
+"""Each router against the emulated API server, fast: what it records before the first change,
+the weight it writes and reads back, and exactly what it restores."""
+
+from __future__ import annotations
+
+from acceltrial.api.status import OriginalRouting, TrialStatus
+from acceltrial.engine.lifecycle import DeployCandidate
+from acceltrial.handlers.world import TrialWorld
+from acceltrial.kube.gateway import Kube
+from acceltrial.providers.routing.gatewayapi import TRIAL_ANNOTATION, GatewayApiRouter
+from acceltrial.providers.routing.registry import ROUTERS
+from acceltrial.providers.routing.replicas import ReplicasRouter
+from tests.handlers.conftest import ROUTE, create_trial, trial_spec
+from tests.sandbox.conftest import Api
+
+ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/{}/httproutes/llama3"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/{}/deployments"
+
+
+def world(api: Api, kube: Kube, namespace: str, router: str) -> TrialWorld:
+    spec = trial_spec(router)
+    return TrialWorld(kube, spec, create_trial(api, namespace, spec))
+
+
+def test_the_spec_names_the_router() -> None:
+    assert set(ROUTERS) == {"gatewayapi", "replicas"}
+
+
+def test_gatewayapi_records_moves_reads_back_and_restores_the_rule_exactly(
+    api: Api, kube: Kube, namespace: str
+) -> None:
+    trial = world(api, kube, namespace, "gatewayapi")
+    router = trial.router
+    assert isinstance(router, GatewayApiRouter)
+    assert router.problems() == []
+    original = router.snapshot()
+    assert original.http_route is not None
+    assert original.http_route.backend_refs == [ROUTE]
+
+    router.set_weight(25, original)
+    route = api.get(ROUTES.format(namespace)).body
+    assert route["spec"]["rules"][0]["backendRefs"] == [
+        {**ROUTE, "weight": 75},
+        {"name": "llama3-inf2-candidate", "port": 8000, "weight": 25},
+    ]
+    assert route["metadata"]["annotations"][TRIAL_ANNOTATION] == f"{namespace}/llama3-inf2"
+    assert router.weight() == 25
+    assert router.committed()["httpRoute"]["metadata"]["name"] == "llama3"
+
+    router.restore(original)
+    route = api.get(ROUTES.format(namespace)).body
+    assert route["spec"]["rules"][0]["backendRefs"] == [ROUTE]
+    assert TRIAL_ANNOTATION not in (route["metadata"].get("annotations") or {})
+
+
+def test_gatewayapi_names_a_missing_route_in_preflight(
+    api: Api, kube: Kube, namespace: str
+) -> None:
+    router = world(api, kube, namespace, "gatewayapi").router
+    assert api.request("DELETE", ROUTES.format(namespace)).status == 200
+    assert router.problems() == [f"HTTPRoute {namespace}/llama3 not found"]
+
+
+def test_replicas_scales_the_candidate_to_its_share_and_leaves_the_baseline(
+    api: Api, kube: Kube, namespace: str
+) -> None:
+    trial = world(api, kube, namespace, "replicas")
+    router = trial.router
+    assert isinstance(router, ReplicasRouter)
+    original = router.snapshot()
+    assert original == OriginalRouting(router="replicas", baseline_replicas=2)
+    trial.execute(DeployCandidate(), TrialStatus(phase="Preflight", original=original))
+
+    router.set_weight(50, original)
+    deployments = DEPLOYMENTS.format(namespace)
+    assert api.get(f"{deployments}/llama3-inf2-candidate").body["spec"]["replicas"] == 2
+    router.set_weight(25, original)
+    assert api.get(f"{deployments}/llama3-inf2-candidate").body["spec"]["replicas"] == 1
+    assert api.get(f"{deployments}/llama3-gpu").body["spec"]["replicas"] == 2, "untouched"
+    assert router.weight() is None, "a ratio of pods, nothing to read back"
+    assert router.committed() == {}

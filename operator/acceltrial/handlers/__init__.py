@@ -1,7 +1,9 @@
 """Thin kopf handlers: the top layer. ``kopf run -m acceltrial.handlers`` registers them all.
 
 Handlers read the object into plain values, call the engine and apply what it decides; no
-decision is made here.
+decision is made here. One tick's parts: ``world`` (the tick), ``snapshot`` (each object read
+once), ``preflight``, ``measure`` and ``metrics_source``, ``executor`` (the engine's actions),
+``report_writer``.
 """
 
 from acceltrial.handlers import lifecycle, startup, trials

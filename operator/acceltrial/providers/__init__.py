@@ -1,5 +1,7 @@
-"""Adapters behind small ports, one folder per port: metrics (Prometheus) and pricing (the
-bundled catalog, the AWS Price List API) so far.
+"""Adapters behind small ports, one folder per port: routing (Gateway API, replicas; looked up
+by spec name in ``routing/registry.py``), metrics (Prometheus), capacity (the Nodes; by name in
+``capacity/registry.py``), pricing (the bundled catalog, the AWS Price List API) and reports
+(ConfigMap, S3).
 
-Providers do not import each other; the engine never imports them.
+Providers do not import each other (an import-linter contract); the engine never imports them.
 """

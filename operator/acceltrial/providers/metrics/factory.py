@@ -1,7 +1,7 @@
 """Building a Prometheus client from a trial's ``analysis.prometheus`` and its resolved secrets.
 
-The caller (the kube gateway) reads the Secrets the spec names; this module only maps values to
-client settings, so it stays testable without a cluster.
+The caller (handlers/metrics_source.py, through the kube gateway) reads the Secrets the spec
+names; this module only maps values to client settings, so it stays testable without a cluster.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ from acceltrial.providers.pricing.sources import price_sources
 from acceltrial.providers.pricing.trial import variant_resources
 from acceltrial.providers.reports.configmap import ConfigMapReports
 from acceltrial.providers.reports.s3 import S3Reports
-from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
+from acceltrial.providers.routing.configure import gateway_router
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.replicas import ReplicasRouter
 
@@ -108,16 +108,7 @@ class TrialWorld:
     def router(self) -> Router:
         routing = self.spec.traffic.gatewayapi
         if self.spec.traffic.router == "gatewayapi" and routing is not None:
-            return GatewayApiRouter(
-                self.kube,
-                namespace=routing.http_route_ref.namespace or self.trial.namespace,
-                route_name=routing.http_route_ref.name,
-                rule_index=routing.rule_index,
-                baseline_service=self.baseline_service_name,
-                candidate_service=candidate_name(self.trial),
-                port=routing.port,
-                trial=f"{self.trial.namespace}/{self.trial.name}",
-            )
+            return gateway_router(self.kube, self.spec, self.trial, self.baseline_service_name)
         return ReplicasRouter(
             self.kube, self.trial.namespace, self.baseline_name, candidate_name(self.trial)
         )
@@ -142,9 +133,10 @@ class TrialWorld:
         routing = None
         if phase == "Preflight" and not problems and not waits and status.original is None:
             routing = self._snapshot()
-        observed_weight = None
+        observed_weight = conflict = refusal = None
         if phase in ("Progressing", "Paused", "BakingIn") and status.step:
-            observed_weight = self.router.weight()
+            observed_weight = self.router.weight(status.original)
+            conflict, refusal = self._route_verdicts(status)
         measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
         candidate = self.kube.deployment(self.trial.namespace, candidate_name(self.trial))
         return Observation(
@@ -154,12 +146,20 @@ class TrialWorld:
             preflight_waits=waits,
             routing=routing,
             observed_weight=observed_weight,
+            routing_conflict=conflict,
+            route_refused=refusal,
             candidate_available=candidate is not None and _available(candidate),
             candidate_available_replicas=_available_replicas(candidate),
             autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,
         )
+
+    def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:
+        """Another writer's change to the routing, and the gateway's refusal of it, if any."""
+        if status.original is None or status.canary_weight is None:
+            return None, None
+        return self.router.conflict(status.canary_weight, status.original), self.router.refusal()
 
     def _snapshot(self) -> OriginalRouting:
         """The routing as found, with the baseline's replicas and autoscaler to remember across

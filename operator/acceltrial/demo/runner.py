@@ -253,7 +253,7 @@ def _fleet_spec(run: Run, speed: float) -> FleetSpec:
         namespace=run.namespace,
         route=routing["httpRouteRef"]["name"] if routing else None,
         service=None if routing else service,
-        rule_index=routing.get("ruleIndex", 0) if routing else 0,
+        route_namespace=routing["httpRouteRef"].get("namespace") if routing else None,
         honors_weights=scenario.fleet.gateway.honors_weights,
     )
     profiles = {

@@ -139,6 +139,24 @@ def rule_problems(rules: Sequence[Mapping[str, Any]], indices: Sequence[int]) ->
     return problems
 
 
+def idle_baseline_problem(
+    rules: Sequence[Mapping[str, Any]], indices: Sequence[int], shape: RouteShape
+) -> str | None:
+    """A baseline at weight 0 in every chosen rule has no traffic to share with a candidate."""
+    weights = [
+        int(ref.get("weight", 1))
+        for index in indices
+        for ref in rules[index].get("backendRefs") or []
+        if shape.baseline.matches(ref, shape.namespace)
+    ]
+    if weights and not any(weights):
+        return (
+            f"the baseline Service {shape.baseline.name} has weight 0 in every rule that "
+            "references it, so it receives no traffic to share with the candidate"
+        )
+    return None
+
+
 def candidate_ref(baseline_ref: Mapping[str, Any], shape: RouteShape) -> Manifest:
     """The candidate's backendRef: the baseline's (port, filters, kind) with the candidate's name
     and, for a route in another namespace, the candidate's namespace."""

@@ -239,11 +239,16 @@ class Kube:
 
 
 def annotation_operations(obj: Manifest, wanted: dict[str, str | None]) -> list[Manifest]:
-    """JSON patch operations setting (or, for None, removing) annotations of ``obj``."""
+    """JSON patch operations setting (or, for None, removing) annotations of ``obj``; the map
+    goes when nothing is left in it."""
     current = obj["metadata"].get("annotations")
     if current is None:
         kept = {k: v for k, v in wanted.items() if v is not None}
         return [{"op": "add", "path": "/metadata/annotations", "value": kept}] if kept else []
+    left = {k: v for k, v in {**current, **wanted}.items() if v is not None}
+    if not left and current:
+        # An empty map is stored as none at all (as the API server serialises it).
+        return [{"op": "remove", "path": "/metadata/annotations"}]
     operations: list[Manifest] = []
     for key, value in wanted.items():
         path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")

@@ -32,6 +32,7 @@ from acceltrial.engine.routes import (
     gateway_refusal,
     grant_allows,
     grant_manifest,
+    idle_baseline_problem,
     last_writer,
     locate,
     restored_refs,
@@ -79,7 +80,9 @@ class GatewayApiRouter:
             indices = baseline_rules(rules, self.shape, self.chosen)
         except RoutingError as error:
             return [f"{self._where}: {error}"]
-        problems = [f"{self._where}: {p}" for p in rule_problems(rules, indices)]
+        idle = idle_baseline_problem(rules, indices, self.shape)
+        found = [*rule_problems(rules, indices), *([idle] if idle else [])]
+        problems = [f"{self._where}: {p}" for p in found]
         return problems + self._grant_problems()
 
     def _grant_problems(self) -> list[str]:

@@ -463,3 +463,16 @@ def test_another_writer_pauses_the_trial_naming_it_and_nothing_lands_outside_our
     assert restored[1]["backendRefs"] == [FILTERED, {"name": "llama3-legacy", "port": 8000}]
     assert restored[2]["backendRefs"] == SEVERAL_RULES["spec"]["rules"][1]["backendRefs"]
     assert TRIAL_ANNOTATION not in (world.route()["metadata"].get("annotations") or {})
+
+
+def test_a_route_the_gateway_already_refuses_stops_preflight(sandbox: Sandbox) -> None:
+    missing = {"name": "llama3-gone", "port": 8000}
+    rules = [{"name": "main", "backendRefs": [GPU]}, {"name": "old", "backendRefs": [missing]}]
+    world = build(sandbox, Case(shaped(rules), "llama3-gpu"))
+    world.api.delete(
+        f"/api/v1/namespaces/{world.router.shape.candidate.namespace}/services/llama3-gone"
+    )
+    world.fleet.advance()
+    [problem] = world.router.problems()
+    assert "already does not use it" in problem
+    assert "ResolvedRefs=False, reason BackendNotFound" in problem

@@ -82,6 +82,10 @@ class GatewayApiRouter:
             return [f"{self._where}: {error}"]
         idle = idle_baseline_problem(rules, indices, self.shape)
         found = [*rule_problems(rules, indices), *([idle] if idle else [])]
+        refused = gateway_refusal(route)
+        if refused:
+            # Refused before the trial: a later refusal could not be told to be the candidate's.
+            found.append(f"the gateway already does not use it as it is: {refused}")
         problems = [f"{self._where}: {p}" for p in found]
         return problems + self._grant_problems()
 

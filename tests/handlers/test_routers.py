@@ -44,7 +44,7 @@ def test_gatewayapi_records_moves_reads_back_and_restores_the_rule_exactly(
         {"name": "llama3-inf2-candidate", "port": 8000, "weight": 25},
     ]
     assert route["metadata"]["annotations"][TRIAL_ANNOTATION] == f"{namespace}/llama3-inf2"
-    assert router.weight() == 25
+    assert router.weight(original) == 25
     assert router.committed()["httpRoute"]["metadata"]["name"] == "llama3"
 
     router.restore(original)

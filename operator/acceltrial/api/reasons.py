@@ -20,6 +20,7 @@ ReasonCode = Literal[
     "CriterionFailed",
     "MeasurementErrored",
     "Inconclusive",
+    "RouteRefused",
 ]
 REASON_CODES: Final[tuple[ReasonCode, ...]] = get_args(ReasonCode)
 
@@ -44,3 +45,6 @@ MEASUREMENT_ERRORED: Final = "MeasurementErrored"
 """Measurements errored too often (a query failed or could not be rendered)."""
 INCONCLUSIVE: Final = "Inconclusive"
 """Too many measurements lacked the data to judge, and onInconclusive is rollback."""
+ROUTE_REFUSED: Final = "RouteRefused"
+"""The gateway does not accept the route with the candidate (its Accepted or ResolvedRefs
+condition is False); routing was restored."""

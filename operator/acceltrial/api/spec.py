@@ -149,8 +149,12 @@ class GatewayApiRouting(ApiModel):
 
     http_route_ref: NamespacedRef
     """The HTTPRoute whose rule sends traffic to the baseline Service."""
-    rule_index: int = Field(default=0, ge=0, le=63)
-    """Index of the rule in spec.rules that routes to the baseline Service."""
+    rule_index: int | None = Field(default=None, ge=0, le=63)
+    """Split only this rule (index in spec.rules); by default every rule that references the
+    baseline Service is split alike."""
+    rule_names: list[ObjectName] | None = Field(default=None, min_length=1, max_length=16)
+    """Split only the rules with these names (spec.rules[].name); by default every rule that
+    references the baseline Service is split alike."""
     port: int | None = Field(default=None, ge=1, le=65535)
     """Port of the candidate backendRef; defaults to the baseline backendRef's port."""
 

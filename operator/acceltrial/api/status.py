@@ -62,6 +62,11 @@ class HttpRouteOriginal(ApiModel):
     """Index of the rule."""
     backend_refs: list[dict[str, Any]]
     """The rule's backendRefs, verbatim."""
+    rules: list[dict[str, Any]] | None = None
+    """The route's spec.rules as found, verbatim: what the trial compares the route with to
+    notice another writer, and restores from."""
+    split_rules: list[int] | None = None
+    """Indices (in ``rules``) of the rules the trial splits; found again by name or matches."""
 
 
 class HpaOriginal(ApiModel):
@@ -232,9 +237,10 @@ class TrialStatus(ApiModel):
     """When the current step (or bake) started."""
     last_measurement_at: datetime | None = None
     """When the latest measurement was taken."""
-    pause_reason: Literal["User", "Inconclusive", "AwaitingApproval"] | None = None
-    """Why the trial is Paused: a person paused it, too many inconclusive measurements, or the
-    last step waits for approval."""
+    pause_reason: Literal["User", "Inconclusive", "AwaitingApproval", "RouteChanged"] | None = None
+    """Why the trial is Paused: a person paused it, too many inconclusive measurements, the
+    last step waits for approval, or another writer changed the HTTPRoute (condition
+    RouteChanged names its field manager)."""
     original: OriginalRouting | None = None
     """Routing as found before the first change."""
     analysis: list[CriterionResult] | None = Field(default=None, max_length=256)

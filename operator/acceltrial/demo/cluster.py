@@ -9,6 +9,7 @@ import urllib.request
 from typing import Any
 
 from acceltrial.api.trial import TRIAL_GVR
+from acceltrial.demo.route import RouteSpec, route_objects
 from acceltrial.demo.scenario import Baseline, Manifest
 
 ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/{}/httproutes"
@@ -55,8 +56,14 @@ class Client:
             raise ApiError(f"patching {path} failed ({status}): {reply.get('message')}")
 
 
-def baseline_objects(trial: Manifest, baseline: Baseline) -> list[tuple[str, Manifest]]:
-    """The namespace, GPU Deployment, Service and HTTPRoute the trial refers to."""
+def baseline_objects(
+    trial: Manifest,
+    baseline: Baseline,
+    route: RouteSpec | None = None,
+    reference_grant: bool | None = None,
+) -> list[tuple[str, Manifest]]:
+    """The namespace, GPU Deployment, Service and HTTPRoute the trial refers to (the route the
+    scenario describes, if it does)."""
     namespace = trial["metadata"].get("namespace", "default")
     spec = trial["spec"]
     name = spec["baseline"]["deploymentRef"]["name"]
@@ -109,8 +116,10 @@ def baseline_objects(trial: Manifest, baseline: Baseline) -> list[tuple[str, Man
         ),
     ]
     routing = spec.get("traffic", {}).get("gatewayapi")
-    if spec.get("traffic", {}).get("router") == "gatewayapi" and routing:
-        route = _object(
+    if route is not None:
+        objects += route_objects(route, reference_grant, trial, labels)
+    elif spec.get("traffic", {}).get("router") == "gatewayapi" and routing:
+        found = _object(
             "gateway.networking.k8s.io/v1",
             "HTTPRoute",
             routing["httpRouteRef"]["name"],
@@ -120,7 +129,7 @@ def baseline_objects(trial: Manifest, baseline: Baseline) -> list[tuple[str, Man
                 "rules": [{"backendRefs": [{"name": service, "port": SERVING_PORT}]}],
             },
         )
-        objects.append((ROUTES.format(namespace), route))
+        objects.append((ROUTES.format(namespace), found))
     return objects
 
 

@@ -254,7 +254,7 @@ def _fleet_spec(run: Run, speed: float) -> FleetSpec:
         namespace=run.namespace,
         route=routing["httpRouteRef"]["name"] if routing else None,
         service=None if routing else service,
-        rule_index=routing.get("ruleIndex", 0) if routing else 0,
+        route_namespace=routing["httpRouteRef"].get("namespace") if routing else None,
         honors_weights=scenario.fleet.gateway.honors_weights,
     )
     profiles = {
@@ -340,7 +340,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def _install_baseline(run: Run, client: Client) -> None:
-    for path, body in baseline_objects(run.trial, run.scenario.baseline):
+    scenario = run.scenario
+    for path, body in baseline_objects(
+        run.trial, scenario.baseline, scenario.route, scenario.reference_grant
+    ):
         client.create(path, body)
     name = run.trial["spec"]["baseline"]["deploymentRef"]["name"]
     run.say(
@@ -571,7 +574,8 @@ def _route(run: Run, client: Client) -> Manifest | None:
     routing = run.trial["spec"].get("traffic", {}).get("gatewayapi")
     if not routing:
         return None
-    return client.get(f"{ROUTES.format(run.namespace)}/{routing['httpRouteRef']['name']}")
+    ref = routing["httpRouteRef"]
+    return client.get(f"{ROUTES.format(ref.get('namespace') or run.namespace)}/{ref['name']}")
 
 
 def _routing_check(run: Run, client: Client, status: Manifest) -> tuple[bool, str]:
@@ -579,16 +583,21 @@ def _routing_check(run: Run, client: Client, status: Manifest) -> tuple[bool, st
     route = _route(run, client)
     original = (status.get("original") or {}).get("httpRoute")
     if route is None or original is None:
+        if route is not None:
+            return True, "the trial recorded no routing: it never changed the HTTPRoute"
         return True, "no HTTPRoute to check (replicas router)"
     rules = route["spec"]["rules"]
-    index = run.trial["spec"]["traffic"]["gatewayapi"].get("ruleIndex", 0)
-    refs = rules[index].get("backendRefs")
     if status.get("phase") == "Promoted":
-        on_candidate = [r for r in refs if r.get("weight", 1) > 0]
-        ok = len(on_candidate) == 1 and on_candidate[0]["name"].endswith("-candidate")
-        return ok, f"all traffic on {on_candidate[0]['name'] if on_candidate else '?'}"
-    ok = refs == original.get("backendRefs")
-    said = "restored exactly as status.original" if ok else f"differs from status.original: {refs}"
+        split = [rules[i] for i in original.get("splitRules") or [original.get("ruleIndex", 0)]]
+        on = {r["name"] for rule in split for r in rule.get("backendRefs") or []
+              if r.get("weight", 1) > 0}  # fmt: skip
+        ok = len(on) == 1 and next(iter(on)).endswith("-candidate")
+        return ok, f"all traffic of the split rules on {', '.join(sorted(on)) or '?'}"
+    if original.get("rules") is not None:
+        ok = rules == original["rules"]
+    else:
+        ok = rules[original.get("ruleIndex", 0)].get("backendRefs") == original["backendRefs"]
+    said = "restored exactly as status.original" if ok else f"differs from status.original: {rules}"
     return ok, said
 
 

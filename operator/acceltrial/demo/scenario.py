@@ -22,6 +22,7 @@ from acceltrial.api.durations import Duration, duration_seconds
 from acceltrial.api.reasons import ReasonCode
 from acceltrial.api.status import Phase
 from acceltrial.api.validation import validate_trial
+from acceltrial.demo.route import RouteSpec, route_problems, with_route_namespace
 from acceltrial.engine.candidate import merge_patch
 
 SCENARIOS_DIR = Path("examples") / "scenarios"
@@ -289,6 +290,12 @@ class Scenario(ApiModel):
     """A topology file for the local cluster (relative to the scenario); the default fleet
     otherwise (operator/acceltrial/sandbox/default-topology.yaml shows the format)."""
     prometheus: PrometheusOptions = PrometheusOptions()
+    route: RouteSpec | None = None
+    """The HTTPRoute as the trial finds it: namespace and rules (docs/demo.md); by default one
+    rule with one backendRef to the baseline, in the trial's namespace."""
+    reference_grant: bool | None = None
+    """For a route in another namespace: install the ReferenceGrant letting it reach the trial's
+    Services (default true); false leaves it out, and preflight stops with the one to create."""
     expect: Expect
     timeout: Duration = "240s"
     """How long the demo waits for the outcome before it aborts the trial."""
@@ -331,6 +338,11 @@ def load_scenario(path: Path) -> tuple[Scenario, Manifest]:
     problems = validate_trial(trial)
     if problems:
         raise ScenarioError("\n".join(f"{path}: trial: {p}" for p in problems))
+    if scenario.route is not None:
+        trial = with_route_namespace(trial, scenario.route)
+        found = route_problems(scenario.route, trial, scenario.reference_grant)
+        if found:
+            raise ScenarioError("\n".join(f"{path}: {p}" for p in found))
     return scenario, trial
 
 

@@ -79,13 +79,12 @@ class ScriptedUser:
         route = client.get(path)
         if route is None:
             return f"no HTTPRoute at {path} to set weights on"
-        rule = route["spec"]["rules"][routing.get("ruleIndex", 0)]
         weights = action.weights or {}
-        refs = [
-            {**ref, "weight": weights[ref["name"]]} if ref.get("name") in weights else ref
-            for ref in rule.get("backendRefs") or []
-        ]
-        rule["backendRefs"] = refs
+        for rule in route["spec"]["rules"]:
+            rule["backendRefs"] = [
+                {**ref, "weight": weights[ref["name"]]} if ref.get("name") in weights else ref
+                for ref in rule.get("backendRefs") or []
+            ]
         client.merge(path, {"spec": {"rules": route["spec"]["rules"]}})
         said = ", ".join(f"{name}={weight}" for name, weight in weights.items())
         return f"the HTTPRoute's weights are set to {said} (as a GitOps sync would)"
@@ -103,7 +102,7 @@ def served_by(client: Client, trial: Manifest) -> tuple[str | None, str]:
         route = client.get(f"{ROUTES.format(ref.get('namespace') or namespace)}/{ref['name']}")
         if route is None:
             return None, f"HTTPRoute {ref['name']} is gone"
-        refs = route["spec"]["rules"][routing.get("ruleIndex", 0)].get("backendRefs") or []
+        refs = [r for rule in route["spec"]["rules"] for r in rule.get("backendRefs") or []]
         services = sorted({r["name"] for r in refs if int(r.get("weight", 1)) > 0})
     else:
         services = [(baseline.get("serviceRef") or baseline["deploymentRef"])["name"]]

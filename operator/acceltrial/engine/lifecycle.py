@@ -56,6 +56,7 @@ from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
 from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.queries import Variant
+from acceltrial.engine.route_guard import route_guard
 
 RECENT_RESULTS = 64
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
@@ -172,6 +173,10 @@ class Observation:
     """Routing as the cluster holds it now, before any change by this trial."""
     observed_weight: int | None = None
     """The candidate weight the cluster holds now, as the router reads it back."""
+    routing_conflict: str | None = None
+    """Another writer changed the routing since the trial's last write (who, and what)."""
+    route_refused: str | None = None
+    """The gateway's own reason for not using the routing as written (Accepted/ResolvedRefs)."""
     candidate_available: bool = False
     candidate_available_replicas: int = 0
     """Available replicas of the candidate Deployment."""
@@ -267,6 +272,8 @@ class _Tick:
             return
         if self.obs.action == "abort" and phase != "RollingBack":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
+            return
+        if route_guard(self, phase):
             return
         handlers = {
             "Pending": self._pending,
@@ -495,7 +502,11 @@ class _Tick:
         self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
         self._enter("Promoting", "promoting: the candidate is scaled for all traffic")
 
-    def _pause(self, why: Literal["User", "Inconclusive", "AwaitingApproval"], text: str) -> None:
+    def _pause(
+        self,
+        why: Literal["User", "Inconclusive", "AwaitingApproval", "RouteChanged"],
+        text: str,
+    ) -> None:
         self._update(pause_reason=why)
         self._enter("Paused", text)
 
@@ -508,6 +519,8 @@ class _Tick:
     def _keep_weight(self) -> None:
         """Re-apply the weight when the cluster no longer holds what the trial set."""
         observed, expected = self.obs.observed_weight, self.status.canary_weight
+        if self.obs.routing_conflict is not None:
+            return  # someone else's change: never overwritten (the trial pauses instead)
         if observed is not None and expected is not None and observed != expected:
             self.actions.append(SetWeight(expected))
             drift = f"routing held {observed}%, set back to {expected}%"
@@ -608,8 +621,8 @@ class _Tick:
         message = self.status.message or ""
         if phase in _STALLED_PHASES:
             return phase, self.status.decision.reason if self.status.decision else message
-        if phase == "Paused" and self.status.pause_reason == "Inconclusive":
-            return "Inconclusive", message
+        if phase == "Paused" and self.status.pause_reason in ("Inconclusive", "RouteChanged"):
+            return self.status.pause_reason, message
         held = next((c for c in conditions if c.type == SPEC_CHANGE_REJECTED), None)
         if held is not None and held.status == "True" and phase != "RollingBack":
             return SPEC_CHANGE_REJECTED, held.message

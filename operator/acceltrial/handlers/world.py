@@ -87,9 +87,10 @@ class TrialWorld:
         routing = None
         if phase == "Preflight" and not problems and not waits and status.original is None:
             routing = self._snapshot()
-        observed_weight = None
+        observed_weight = conflict = refusal = None
         if phase in ("Progressing", "Paused", "BakingIn") and status.step:
-            observed_weight = self.router.weight()
+            observed_weight = self.router.weight(status.original)
+            conflict, refusal = self._route_verdicts(status)
         measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
         candidate = self.snapshot.candidate
         return Observation(
@@ -99,12 +100,20 @@ class TrialWorld:
             preflight_waits=waits,
             routing=routing,
             observed_weight=observed_weight,
+            routing_conflict=conflict,
+            route_refused=refusal,
             candidate_available=candidate is not None and available(candidate),
             candidate_available_replicas=available_replicas(candidate),
             autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,
         )
+
+    def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:
+        """Another writer's change to the routing, and the gateway's refusal of it, if any."""
+        if status.original is None or status.canary_weight is None:
+            return None, None
+        return self.router.conflict(status.canary_weight, status.original), self.router.refusal()
 
     def _snapshot(self) -> OriginalRouting:
         """The routing as found, with the baseline's replicas and autoscaler to remember across

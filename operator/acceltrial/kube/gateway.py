@@ -203,38 +203,54 @@ class Kube:
         scale = {"spec": {"replicas": replicas}}
         _call(self._apps.patch_namespaced_deployment_scale, name, namespace, scale)
 
-    def set_route_backends(
+    def set_route_rules(
         self,
         route: Manifest,
-        rule_index: int,
-        backend_refs: list[Manifest],
+        backend_refs: dict[int, list[Manifest]],
         annotations: dict[str, str | None] | None = None,
     ) -> Manifest:
-        """Replace one rule's backendRefs (and set or, with None, remove ``annotations``), only
-        if the route is unchanged since it was read."""
+        """Replace the backendRefs of the rules at the given indices (and set or, with None,
+        remove ``annotations``), only if the route is unchanged since it was read."""
         meta = route["metadata"]
         operations = [
             _test_version(route),
-            {
-                "op": "replace",
-                "path": f"/spec/rules/{rule_index}/backendRefs",
-                "value": backend_refs,
-            },
+            *(
+                {"op": "replace", "path": f"/spec/rules/{index}/backendRefs", "value": refs}
+                for index, refs in sorted(backend_refs.items())
+            ),
             *annotation_operations(route, annotations or {}),
         ]
         return _call(
             self._custom.patch_namespaced_custom_object,
             GATEWAY_GROUP, GATEWAY_VERSION, meta["namespace"], HTTPROUTES, meta["name"], operations,
-            _content_type="application/json-patch+json",
+            field_manager=FIELD_MANAGER, _content_type="application/json-patch+json",
         )  # fmt: skip
+
+    def reference_grants(self, namespace: str) -> list[Manifest]:
+        """The namespace's Gateway API ReferenceGrants (none where the kind is not served)."""
+        try:
+            reply = _call(
+                self._custom.list_namespaced_custom_object,
+                GATEWAY_GROUP, "v1beta1", namespace, "referencegrants",
+            )  # fmt: skip
+        except KubeError as error:
+            if error.status == 404:
+                return []
+            raise
+        return list(reply.get("items") or [])
 
 
 def annotation_operations(obj: Manifest, wanted: dict[str, str | None]) -> list[Manifest]:
-    """JSON patch operations setting (or, for None, removing) annotations of ``obj``."""
+    """JSON patch operations setting (or, for None, removing) annotations of ``obj``; the map
+    goes when nothing is left in it."""
     current = obj["metadata"].get("annotations")
     if current is None:
         kept = {k: v for k, v in wanted.items() if v is not None}
         return [{"op": "add", "path": "/metadata/annotations", "value": kept}] if kept else []
+    left = {k: v for k, v in {**current, **wanted}.items() if v is not None}
+    if not left and current:
+        # An empty map is stored as none at all (as the API server serialises it).
+        return [{"op": "remove", "path": "/metadata/annotations"}]
     operations: list[Manifest] = []
     for key, value in wanted.items():
         path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")

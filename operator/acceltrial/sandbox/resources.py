@@ -106,6 +106,9 @@ BUILTIN: tuple[ResourceType, ...] = (
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", status=False),
     ResourceType("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
+    ResourceType(
+        "gateway.networking.k8s.io", "v1beta1", "referencegrants", "ReferenceGrant", status=False
+    ),
     ResourceType("networking.k8s.io", "v1", "ingresses", "Ingress", short_names=("ing",)),
     ResourceType(
         "apiextensions.k8s.io",

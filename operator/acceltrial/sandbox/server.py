@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from acceltrial.sandbox import errors, openapi, patching, tables
+from acceltrial.sandbox import errors, managed_fields, openapi, patching, tables
 from acceltrial.sandbox.errors import ApiError
 from acceltrial.sandbox.resources import (
     Registry,
@@ -303,7 +303,7 @@ class ApiHandler:
             target.resource,
             target.namespace or "",
             target.name,
-            lambda _current: body,
+            self._stamping(request, target, lambda _current: body),
             subresource=target.subresource,
             strict=_strict(request),
             dry_run=_dry_run(request),
@@ -329,12 +329,20 @@ class ApiHandler:
             target.resource,
             target.namespace or "",
             target.name,
-            lambda current: _patched(apply, current, patch),
+            self._stamping(request, target, lambda current: _patched(apply, current, patch)),
             subresource=target.subresource,
             strict=_strict(request),
             dry_run=_dry_run(request),
         )
         return _json(obj, 200, warnings)
+
+    def _stamping(
+        self, request: web.Request, target: Target, change: Callable[[Object], Object]
+    ) -> Callable[[Object], Object]:
+        who = managed_fields.manager(request)
+        return managed_fields.stamping(
+            target.resource, change, who, target.subresource, self.store.clock
+        )
 
     def _server_side_apply(
         self, request: web.Request, target: Target, patch: Any

@@ -1,109 +1,277 @@
-"""The Gateway API router: weights on one rule of an HTTPRoute.
+"""The Gateway API router: weights on the HTTPRoute rules that send traffic to the baseline.
 
-The rule's backendRefs are recorded verbatim before the first change and written back verbatim
-on rollback. Each write tests the route's resourceVersion, and is read back to verify. While the
-trial changes the route, it carries the annotation ``acceltrial.dev/trial: <namespace>/<name>``,
-so GitOps tools can be told to leave its weights alone (docs/gitops.md); it goes at rollback and at
-promotion.
+Every rule referencing the baseline Service is split alike (or the rules the trial chose, by name
+or index). spec.rules is recorded verbatim before the first change; rules are found again by name
+or content, never by position alone, so a rule someone inserts is never written into. Each write
+tests the route's resourceVersion, goes in under the field manager ``acceltrial`` and is read
+back to verify. Between ticks the route is compared with what the trial left: a difference written
+by another field manager is a conflict that pauses the trial (:meth:`GatewayApiRouter.conflict`).
+Rollback undoes only the trial's change (:func:`~acceltrial.engine.routes.restored_refs`). The
+gateway's verdict is read from ``status.parents[].conditions`` (:meth:`GatewayApiRouter.refusal`).
+
+A route in another namespace than the Services names the candidate's namespace in its
+backendRef; preflight requires a ReferenceGrant allowing it and otherwise prints the one to
+create. While the trial changes the route, it carries the annotation
+``acceltrial.dev/trial: <namespace>/<name>``, so GitOps tools can be told to leave its weights
+alone (docs/gitops.md); it goes at rollback and at promotion.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from acceltrial.api.status import HttpRouteOriginal, OriginalRouting
-from acceltrial.engine.routing import RoutingError, baseline_index, candidate_percent, split
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.engine.routes import (
+    RouteShape,
+    baseline_rules,
+    expected_rules,
+    gateway_refusal,
+    grant_allows,
+    grant_manifest,
+    idle_baseline_problem,
+    last_writer,
+    locate,
+    restored_refs,
+    rule_label,
+    rule_percent,
+    rule_problems,
+    split_rule,
+)
+from acceltrial.engine.routing import RoutingError
+from acceltrial.kube.gateway import FIELD_MANAGER, Kube, KubeError
 from acceltrial.providers.routing.port import RoutingProblem
 
 TRIAL_ANNOTATION = "acceltrial.dev/trial"
+Manifest = dict[str, Any]
 
 
 @dataclass
 class GatewayApiRouter:
-    """Splits one HTTPRoute rule between the baseline and the candidate Service."""
+    """Splits the baseline's HTTPRoute rules between the baseline and the candidate Service."""
 
     kube: Kube
-    namespace: str
     route_name: str
-    rule_index: int
-    baseline_service: str
-    candidate_service: str
-    port: int | None = None
+    shape: RouteShape
+    chosen: Sequence[str | int] = field(default_factory=tuple)
+    """Rules to split (names or indices); empty: every rule referencing the baseline."""
     trial: str = ""
     """``<namespace>/<name>`` of the trial, written into the route's annotation."""
+    step_weights: Sequence[int] = field(default_factory=tuple)
+    """The weights the trial may have written, to tell its own unfinished write from another's."""
+    _seen: Manifest | None = field(default=None, init=False, repr=False, compare=False)
+    """The route as this tick observed it: weight, conflict and refusal read it once; any write
+    forgets it, so read-backs see the server's answer."""
+
+    @property
+    def namespace(self) -> str:
+        return self.shape.namespace
+
+    @property
+    def _where(self) -> str:
+        return f"HTTPRoute {self.namespace}/{self.route_name}"
 
     def problems(self) -> list[str]:
         route = self.kube.http_route(self.namespace, self.route_name)
         if route is None:
-            return [f"HTTPRoute {self.namespace}/{self.route_name} not found"]
+            return [f"{self._where} not found"]
+        rules = _rules(route)
         try:
-            baseline_index(self._refs(route), self.baseline_service)
-        except (RoutingError, RoutingProblem) as error:
-            return [f"HTTPRoute {self.namespace}/{self.route_name}: {error}"]
-        return []
+            indices = baseline_rules(rules, self.shape, self.chosen)
+        except RoutingError as error:
+            return [f"{self._where}: {error}"]
+        idle = idle_baseline_problem(rules, indices, self.shape)
+        found = [*rule_problems(rules, indices), *([idle] if idle else [])]
+        refused = gateway_refusal(route)
+        if refused:
+            # Refused before the trial: a later refusal could not be told to be the candidate's.
+            found.append(f"the gateway already does not use it as it is: {refused}")
+        problems = [f"{self._where}: {p}" for p in found]
+        return problems + self._grant_problems()
+
+    def _grant_problems(self) -> list[str]:
+        if not self.shape.cross_namespace:
+            return []
+        grants = self.kube.reference_grants(self.shape.candidate.namespace)
+        if grant_allows(grants, self.namespace, self.shape.candidate):
+            return []
+        manifest = yaml.safe_dump(grant_manifest(self.namespace, self.shape.candidate))
+        return [
+            f"{self._where} is in another namespace than the candidate Service; no "
+            f"ReferenceGrant in {self.shape.candidate.namespace} lets it refer to "
+            f"{self.shape.candidate.name} (the gateway would answer HTTP 500). Create:\n{manifest}"
+        ]
 
     def snapshot(self) -> OriginalRouting:
-        route = self._route()
+        rules = _rules(self._route())
+        try:
+            indices = baseline_rules(rules, self.shape, self.chosen)
+        except RoutingError as error:
+            raise RoutingProblem(f"{self._where}: {error}") from None
         return OriginalRouting(
             router="gatewayapi",
             http_route=HttpRouteOriginal(
                 name=self.route_name,
                 namespace=self.namespace,
-                rule_index=self.rule_index,
-                backend_refs=self._refs(route),
+                rule_index=indices[0],
+                backend_refs=list(rules[indices[0]].get("backendRefs") or []),
+                rules=rules,
+                split_rules=indices,
             ),
         )
 
     def set_weight(self, weight: int, original: OriginalRouting) -> None:
-        refs = _original_refs(original)
-        base = refs[baseline_index(refs, self.baseline_service)]
-        candidate = {"name": self.candidate_service, "port": self.port or base.get("port")}
-        self._write(split(refs, self.baseline_service, candidate, weight), self.trial)
-        held = self.weight()
-        if held != weight:
-            raise RoutingProblem(f"wrote {weight}% but the HTTPRoute holds {held}%")
+        found, indices = _recorded(original)
+        route = self._route()
+        live = _rules(route)
+        changes = {}
+        for index in indices:
+            place = self._place(live, found[index])
+            changes[place] = split_rule(found[index]["backendRefs"], self.shape, weight)
+        self._write(route, changes, self.trial)
+        held = self.weight(original)
+        if held is not None and held != weight:
+            raise RoutingProblem(f"wrote {weight}% but the {self._where} holds {held}%")
 
-    def weight(self) -> int | None:
-        return candidate_percent(self._refs(self._route()), self.baseline_service,
-                                 self.candidate_service)  # fmt: skip
+    def weight(self, original: OriginalRouting | None = None) -> int | None:
+        live = _rules(self._observed())
+        if original is None or original.http_route is None or not original.http_route.rules:
+            return None
+        found, indices = _recorded(original)
+        held = []
+        for index in indices:
+            place = locate(live, found[index])
+            percent = (
+                None if place is None else rule_percent(live[place]["backendRefs"], self.shape)
+            )
+            if percent is not None:
+                held.append(percent)
+        if not held:
+            return None
+        # Rules that disagree: report one that differs from the first, so drift is seen.
+        return next((p for p in held if p != held[0]), held[0])
+
+    def conflict(self, weight: int, original: OriginalRouting) -> str | None:
+        """Who changed the route since the trial's last write, with what; None if nobody did.
+        The trial's own unfinished write (the route at another of its weights, written last by
+        us) is not a conflict: the next write sets it right."""
+        route = self._observed()
+        found, indices = _recorded(original)
+        live = _rules(route)
+        if live == expected_rules(found, indices, self.shape, weight):
+            return None
+        entries = [
+            e for e in route["metadata"].get("managedFields") or [] if not e.get("subresource")
+        ]
+        if _latest_is_ours(entries) or (not entries and self._own_state(live, found, indices)):
+            return None
+        writer = last_writer(entries, FIELD_MANAGER)
+        named = f"field manager {writer!r}" if writer else "a writer the API server does not name"
+        what = self._what(live, found, indices, weight)
+        return f"{self._where} was changed by {named} since the trial's last write: {what}"
+
+    def _own_state(self, live: list[Manifest], found: list[Manifest], indices: list[int]) -> bool:
+        weights = {0, 100, *self.step_weights}
+        return any(live == expected_rules(found, indices, self.shape, w) for w in weights)
+
+    def _what(
+        self, live: list[Manifest], found: list[Manifest], indices: list[int], weight: int
+    ) -> str:
+        if len(live) != len(found):
+            return f"it has {len(live)} rules, the trial recorded {len(found)}"
+        expected = expected_rules(found, indices, self.shape, weight)
+        for index, rule in enumerate(live):
+            if rule != expected[index]:
+                return f"{rule_label(rule, index)} differs from what the trial wrote"
+        return "its rules differ from what the trial wrote"
+
+    def refusal(self) -> str | None:
+        """The gateway's reason for not using the route as it stands, if it gives one."""
+        try:
+            return gateway_refusal(self._observed())
+        except RoutingProblem:
+            return None
 
     def restore(self, original: OriginalRouting) -> None:
-        if self.kube.http_route(self.namespace, self.route_name) is not None:
-            self._write(_original_refs(original), None)
+        route = self.kube.http_route(self.namespace, self.route_name)
+        if route is None:
+            return
+        found, indices = _recorded(original)
+        live = _rules(route)
+        changes = {}
+        for index in indices:
+            place = locate(live, found[index])
+            if place is None:
+                continue  # gone or no longer recognisable: never write into another rule
+            refs = live[place].get("backendRefs") or []
+            written = split_rule(
+                found[index]["backendRefs"], self.shape, rule_percent(refs, self.shape) or 0
+            )
+            changes[place] = restored_refs(refs, found[index]["backendRefs"], written, self.shape)
+        self._write(route, changes, None)
 
     def release(self) -> None:
         """After promotion the route is the user's again: the trial's annotation goes."""
         route = self.kube.http_route(self.namespace, self.route_name)
         if route is not None and TRIAL_ANNOTATION in (route["metadata"].get("annotations") or {}):
-            self._write(self._refs(route), None)
+            self._write(route, {}, None)
 
     def committed(self) -> dict[str, dict[str, Any]]:
         route = self.kube.http_route(self.namespace, self.route_name)
         return {"httpRoute": route} if route is not None else {}
 
-    def _write(self, refs: list[dict[str, Any]], trial: str | None) -> None:
-        try:
-            annotations = {TRIAL_ANNOTATION: trial}
-            self.kube.set_route_backends(self._route(), self.rule_index, refs, annotations)
-        except KubeError as error:
-            raise RoutingProblem(f"cannot update the HTTPRoute: {error}") from None
+    def _place(self, live: list[Manifest], recorded: Manifest) -> int:
+        place = locate(live, recorded)
+        if place is None:
+            raise RoutingProblem(
+                f"{self._where}: the recorded {rule_label(recorded, 0)} cannot be found any more"
+            )
+        return place
 
-    def _route(self) -> dict[str, Any]:
+    def _write(
+        self, route: Manifest, changes: dict[int, list[Manifest]], trial: str | None
+    ) -> None:
+        self._seen = None
+        try:
+            self.kube.set_route_rules(route, changes, {TRIAL_ANNOTATION: trial})
+        except KubeError as error:
+            raise RoutingProblem(f"cannot update the {self._where}: {error}") from None
+
+    def _observed(self) -> Manifest:
+        if self._seen is None:
+            self._seen = self._route()
+        return self._seen
+
+    def _route(self) -> Manifest:
         route = self.kube.http_route(self.namespace, self.route_name)
         if route is None:
-            raise RoutingProblem(f"HTTPRoute {self.namespace}/{self.route_name} not found")
+            raise RoutingProblem(f"{self._where} not found")
         return route
 
-    def _refs(self, route: dict[str, Any]) -> list[dict[str, Any]]:
-        rules = route.get("spec", {}).get("rules") or []
-        if self.rule_index >= len(rules):
-            raise RoutingProblem(f"has no rule {self.rule_index} (it has {len(rules)})")
-        return list(rules[self.rule_index].get("backendRefs") or [])
+
+def _rules(route: Manifest) -> list[Manifest]:
+    return list(route.get("spec", {}).get("rules") or [])
 
 
-def _original_refs(original: OriginalRouting) -> list[dict[str, Any]]:
-    if original.http_route is None:
+def _recorded(original: OriginalRouting) -> tuple[list[Manifest], list[int]]:
+    recorded = original.http_route
+    if recorded is None:
         raise RoutingProblem("no HTTPRoute was recorded before the trial changed it")
-    return [dict(ref) for ref in original.http_route.backend_refs]
+    if recorded.rules is None or recorded.split_rules is None:
+        # Recorded by an older version: one rule, by index.
+        rules: list[Manifest] = [{} for _ in range(recorded.rule_index)]
+        rules.append({"backendRefs": [dict(r) for r in recorded.backend_refs]})
+        return rules, [recorded.rule_index]
+    return [dict(rule) for rule in recorded.rules], list(recorded.split_rules)
+
+
+def _latest_is_ours(entries: list[Manifest]) -> bool:
+    """Whether the trial wrote the route's spec last (alone at that second: a tie is not ours)."""
+    if not entries:
+        return False
+    latest = max(str(e.get("time") or "") for e in entries)
+    at_latest = {e.get("manager") for e in entries if str(e.get("time") or "") == latest}
+    return at_latest == {FIELD_MANAGER}

@@ -26,8 +26,17 @@ class Router(Protocol):
         """Send ``weight`` percent of the baseline's traffic to the candidate."""
         ...
 
-    def weight(self) -> int | None:
+    def weight(self, original: OriginalRouting | None = None) -> int | None:
         """The candidate's percentage the cluster holds now (None: this router cannot tell)."""
+        ...
+
+    def conflict(self, weight: int, original: OriginalRouting) -> str | None:
+        """Who else changed the routing since the trial set ``weight``, and how; None if
+        nobody did."""
+        ...
+
+    def refusal(self) -> str | None:
+        """Why the data plane does not use the routing as written (its own reason), if so."""
         ...
 
     def restore(self, original: OriginalRouting) -> None:

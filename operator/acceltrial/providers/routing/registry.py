@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from acceltrial.api.spec import TrialSpec
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.kube.gateway import Kube
-from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
+from acceltrial.providers.routing.configure import gateway_router
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.replicas import ReplicasRouter
 
@@ -34,17 +34,7 @@ def _gatewayapi(context: RouterContext) -> Router:
     routing = context.spec.traffic.gatewayapi
     if routing is None:  # the CRD's CEL rule requires it; kept for a spec read without it
         return _replicas(context)
-    trial = context.trial
-    return GatewayApiRouter(
-        context.kube,
-        namespace=routing.http_route_ref.namespace or trial.namespace,
-        route_name=routing.http_route_ref.name,
-        rule_index=routing.rule_index,
-        baseline_service=context.baseline_service,
-        candidate_service=context.candidate,
-        port=routing.port,
-        trial=f"{trial.namespace}/{trial.name}",
-    )
+    return gateway_router(context.kube, context.spec, context.trial, context.baseline_service)
 
 
 def _replicas(context: RouterContext) -> Router:

@@ -40,8 +40,14 @@ class ReplicasRouter:
         if held is None or held.get("spec", {}).get("replicas") != wanted:
             raise RoutingProblem(f"scaled the candidate to {wanted} replicas but it does not hold")
 
-    def weight(self) -> int | None:
+    def weight(self, original: OriginalRouting | None = None) -> int | None:
         return None  # the share is a ratio of pods, not a setting to read back
+
+    def conflict(self, weight: int, original: OriginalRouting) -> str | None:
+        return None  # only the candidate is scaled, which nobody else writes
+
+    def refusal(self) -> str | None:
+        return None  # a Service has no verdict to read
 
     def restore(self, original: OriginalRouting) -> None:
         """Nothing to put back: the baseline was not touched; removing the candidate suffices."""

@@ -29,6 +29,7 @@ from acceltrial.engine.candidate import VARIANT_LABEL
 from acceltrial.engine.queries import Variant
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions, Node, NodeExporter, Occupant
 from acceltrial.sandbox.fleet.counters import PodCounters
+from acceltrial.sandbox.fleet.gateway import route_status, status_changed, write_route_status
 from acceltrial.sandbox.fleet.model import ReplicaRates, ServingProfile, serve
 from acceltrial.sandbox.fleet.servers import (
     DEFAULT_VLLM_VERSION,
@@ -44,7 +45,8 @@ from acceltrial.sandbox.fleet.traffic import (
     read_cluster,
     read_nodes,
     ready,
-    split,
+    resolved_rules,
+    routed,
 )
 
 LOG = logging.getLogger(__name__)
@@ -126,6 +128,7 @@ class Fleet(Collector):
         reader: Callable[[str, Entry], ClusterView] = read_cluster,
         node_reader: Callable[[str], Sequence[Manifest]] = read_nodes,
         wall_clock: Callable[[], float] = time.time,
+        status_writer: Callable[[str, Manifest, list[Manifest]], None] = write_route_status,
     ) -> None:
         self.api_url = api_url
         self.spec = spec
@@ -133,6 +136,11 @@ class Fleet(Collector):
         self._wall_clock = wall_clock
         self._read = reader
         self._read_nodes = node_reader
+        self._write_status = status_writer
+        self.gateway_answered: dict[int, float] = {}
+        """Requests the gateway answered itself, by HTTP status (500: a backend it may not or
+        cannot use; 503: a backend with no Ready endpoints)."""
+        self._gateway_errors: dict[int, float] = {}
         self._pods: dict[str, PodCounters] = {}
         self._first_served: dict[Variant, float] = {}
         self._last: float | None = None
@@ -146,10 +154,13 @@ class Fleet(Collector):
         """Serve the time since the last call at the rates so far, then re-read the cluster and
         set each pod's rates from what it is offered now."""
         view = self._read(self.api_url, self.spec.entry)
-        offered = split(view, self.spec.entry, self.spec.rps)
+        self._report_route_status(view)
+        answered = routed(view, self.spec.entry, self.spec.rps)
+        offered = answered.offered
         now = self._clock()
         with self._lock:
             self._serve_until(now)
+            self._gateway_errors = answered.errors
             self._sync_pods(view)
             shares = self._shares(offered)
             for name, pod in self._pods.items():
@@ -158,10 +169,20 @@ class Fleet(Collector):
                 if pod.rates.offered > 0:
                     self._first_served.setdefault(pod.variant, now)
 
+    def _report_route_status(self, view: ClusterView) -> None:
+        """Write the route's status conditions as the gateway sees the route now."""
+        if view.route is None or "metadata" not in view.route:
+            return
+        parents = route_status(view.route, resolved_rules(view, self.spec.entry))
+        if status_changed(view.route, parents):
+            self._write_status(self.api_url, view.route, parents)
+
     def _serve_until(self, now: float) -> None:
         """Advance every pod's counters at its current rates up to ``now``."""
         elapsed = 0.0 if self._last is None else max(0.0, now - self._last)
         self._last = now
+        for status, rps in self._gateway_errors.items():
+            self.gateway_answered[status] = self.gateway_answered.get(status, 0.0) + rps * elapsed
         for pod in self._pods.values():
             if pod.rates is not None:
                 self._accumulate(pod, pod.rates, elapsed)

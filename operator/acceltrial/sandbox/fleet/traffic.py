@@ -1,7 +1,7 @@
 """Where requests go: the fleet's entry point, resolved against what the cluster holds now.
 
-Like a Gateway API implementation, an HTTPRoute entry splits requests over the rule's
-``backendRefs`` by weight (default 1), then evenly over each backend Service's Ready pods. A
+An HTTPRoute entry is served as a Gateway API implementation serves it (``gateway``: every rule,
+backendRef namespaces and ReferenceGrants, 500 and 503 answered by the gateway). A
 Service entry (the ``replicas`` router: the candidate's pods join the baseline's Service) spreads
 them evenly over its Ready pods. A gateway that ignores weights sends everything to the first
 backend: the no-traffic scenario's broken gateway.
@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceltrial.sandbox.fleet.gateway import ResolvedRule, Routed, resolve, route_requests
+
 Manifest = dict[str, Any]
 
 
@@ -25,8 +27,9 @@ class Entry:
     namespace: str
     route: str | None = None
     service: str | None = None
-    rule_index: int = 0
     honors_weights: bool = True
+    route_namespace: str | None = None
+    """Where the HTTPRoute is, when not with the workloads (a shared gateway namespace)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class ClusterView:
     pods: Sequence[Manifest] = ()
     services: Mapping[str, Manifest] = field(default_factory=dict)
     route: Manifest | None = None
+    grants: Sequence[Manifest] = ()
+    """ReferenceGrants of the workloads' namespace."""
 
 
 def read_cluster(api_url: str, entry: Entry) -> ClusterView:
@@ -43,11 +48,15 @@ def read_cluster(api_url: str, entry: Entry) -> ClusterView:
     base = f"{api_url}/api/v1/namespaces/{entry.namespace}"
     pods = _get(f"{base}/pods").get("items", [])
     services = {s["metadata"]["name"]: s for s in _get(f"{base}/services").get("items", [])}
-    route = None
+    route: Manifest | None = None
+    grants: list[Manifest] = []
     if entry.route is not None:
-        path = f"/apis/gateway.networking.k8s.io/v1/namespaces/{entry.namespace}/httproutes"
-        route = _get(f"{api_url}{path}/{entry.route}") or None
-    return ClusterView(pods, services, route)
+        gateway = f"{api_url}/apis/gateway.networking.k8s.io"
+        where = entry.route_namespace or entry.namespace
+        route = _get(f"{gateway}/v1/namespaces/{where}/httproutes/{entry.route}") or None
+        listed = _get(f"{gateway}/v1beta1/namespaces/{entry.namespace}/referencegrants")
+        grants = listed.get("items", [])
+    return ClusterView(pods, services, route, grants)
 
 
 def read_nodes(api_url: str) -> list[Manifest]:
@@ -69,29 +78,26 @@ def _get(url: str) -> Manifest:
 
 def split(view: ClusterView, entry: Entry, rps: float) -> dict[str, float]:
     """Requests per second offered to each Ready pod (by name)."""
+    return routed(view, entry, rps).offered
+
+
+def routed(view: ClusterView, entry: Entry, rps: float) -> Routed:
+    """Requests per second offered to each Ready pod, and those the gateway answers itself."""
     if entry.route is not None:
-        return _by_route(view, entry, rps)
+        if view.route is None:
+            return Routed()
+        return route_requests(resolved_rules(view, entry), rps, entry.honors_weights)
     service = view.services.get(entry.service or "")
-    return _evenly(_backing_pods(view, service), rps)
+    return Routed(_evenly(_backing_pods(view, service), rps))
 
 
-def _by_route(view: ClusterView, entry: Entry, rps: float) -> dict[str, float]:
-    rules = (view.route or {}).get("spec", {}).get("rules") or []
-    if entry.rule_index >= len(rules):
-        return {}
-    refs = rules[entry.rule_index].get("backendRefs") or []
-    if not entry.honors_weights:
-        refs = [{**refs[0], "weight": 1}] if refs else []
-    weights = [max(0, int(ref.get("weight", 1))) for ref in refs]
-    total = sum(weights)
-    offered: dict[str, float] = {}
-    for ref, weight in zip(refs, weights, strict=True):
-        if total == 0 or weight == 0:
-            continue
-        pods = _backing_pods(view, view.services.get(ref.get("name", "")))
-        for pod, share in _evenly(pods, rps * weight / total).items():
-            offered[pod] = offered.get(pod, 0.0) + share
-    return offered
+def resolved_rules(view: ClusterView, entry: Entry) -> list[ResolvedRule]:
+    """The entry route's rules as the gateway resolves them against ``view``."""
+    if view.route is None:
+        return []
+    return resolve(
+        view.route, view.services, lambda s: _backing_pods(view, s), entry.namespace, view.grants
+    )
 
 
 def _backing_pods(view: ClusterView, service: Manifest | None) -> list[str]:

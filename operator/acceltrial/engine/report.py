@@ -80,6 +80,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         compatibility=_compatibility(spec, status, timeline),
         controlled_test=_controlled_test(spec, status, timeline),
         timeline=timeline,
+        capacity=status.capacity,
         gitops=inputs.gitops if status.phase == "Promoted" else None,
     )
 

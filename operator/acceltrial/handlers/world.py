@@ -39,6 +39,7 @@ from acceltrial.engine.candidate import (
     derive_deployment,
     derive_service,
 )
+from acceltrial.engine.capacity import CapacityFinding
 from acceltrial.engine.costing import (
     CostWindow,
     VariantResources,
@@ -70,8 +71,9 @@ from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, VariantTarget
 from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.engine.targets import baseline_pods, variant_target
+from acceltrial.handlers.capacity import capacity_need, capacity_provider
 from acceltrial.kube.gateway import Kube, KubeError
-from acceltrial.providers.capacity.nodes import schedulable_problem
+from acceltrial.providers.capacity.port import CapacityProvider
 from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
 from acceltrial.providers.metrics.port import collect
 from acceltrial.providers.pricing.sources import price_sources
@@ -94,6 +96,8 @@ class TrialWorld:
     trial: TrialRef
     measured_pods: dict[Variant, int] | None = field(default=None, init=False)
     """Pods each variant had when this tick's measurement ran, before any action scaled them."""
+    capacity_finding: CapacityFinding | None = field(default=None, init=False)
+    """What the capacity provider found at this tick's preflight."""
 
     @property
     def baseline_name(self) -> str:
@@ -223,14 +227,14 @@ class TrialWorld:
             waits = tuple(self.metric_problems(datetime.now(UTC)))
         return tuple(problems), waits
 
+    @cached_property
+    def capacity(self) -> CapacityProvider:
+        """The capacity provider spec.capacity names (handlers/capacity.py)."""
+        return capacity_provider(self.spec, self.kube, self._nodes)
+
     def _capacity_problems(self) -> list[str]:
-        candidate = self.spec.candidate
-        if candidate.neuron_cores is not None:
-            resource, amount = "aws.amazon.com/neuroncore", candidate.neuron_cores
-        else:
-            resource, amount = "aws.amazon.com/neuron", candidate.neuron_devices or 1
-        problem = schedulable_problem(self._nodes, candidate.instance_type, resource, amount)
-        return [problem] if problem else []
+        self.capacity_finding = self.capacity.check(capacity_need(self.spec))
+        return list(self.capacity_finding.problems)
 
     def _competing_trials(self) -> list[str]:
         others = []

@@ -13,6 +13,8 @@ from acceltrial.providers.capacity.nodegroup import CapacityError, EksNodegroupP
 from acceltrial.sandbox.eks import SandboxEks
 from acceltrial.sandbox.topology import Topology
 
+# moto's EKS API takes seconds to create a cluster and its node groups.
+pytestmark = pytest.mark.slow
 INF2 = {"cpu": "31850m", "memory": "120Gi", "aws.amazon.com/neuroncore": "2"}
 TOPOLOGY = Topology.model_validate({
     "cluster": "inference",

@@ -52,8 +52,8 @@ class Sandbox:
         topology: Topology | None = None,
         ready_delay: float = 1.0,
         controllers: bool = True,
-        provision_delay: float = 2.0,
-        consolidation_delay: float = 10.0,
+        provision_delay: float | None = None,
+        consolidation_delay: float | None = None,
     ) -> None:
         self.requested_port = port
         self.kubeconfig = kubeconfig or Path(tempfile.mkdtemp(prefix="sandbox-")) / "kubeconfig"
@@ -63,8 +63,15 @@ class Sandbox:
         self.topology = topology if topology is not None else load_topology()
         self.ready_delay = ready_delay
         self.controllers = controllers
-        self.provision_delay = provision_delay
-        self.consolidation_delay = consolidation_delay
+        # The topology's delays unless a test sets its own.
+        self.provision_delay = (
+            self.topology.provision_delay_seconds if provision_delay is None else provision_delay
+        )
+        self.consolidation_delay = (
+            self.topology.consolidation_delay_seconds
+            if consolidation_delay is None
+            else consolidation_delay
+        )
         self.eks: SandboxEks | None = None
         """moto's EKS API with the topology's managed node groups (when it has any)."""
         self.port = 0

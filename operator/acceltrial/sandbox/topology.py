@@ -104,6 +104,12 @@ class Topology(BaseModel):
     """The EKS cluster name of the managed node groups."""
     node_groups: list[NodeGroup] = Field(alias="nodeGroups")
     node_pools: list[NodePool] = Field(default=[], alias="nodePools")
+    provision_delay_seconds: float = Field(default=2.0, ge=0, le=600, alias="provisionDelaySeconds")
+    """How long a NodePool's or a managed node group's new node takes to appear."""
+    consolidation_delay_seconds: float = Field(
+        default=10.0, ge=0, le=3600, alias="consolidationDelaySeconds"
+    )
+    """How long a NodePool's node stays empty before it is removed."""
 
 
 def load_topology(path: Path | None = None) -> Topology:

@@ -7,7 +7,7 @@ through a real Prometheus.
 - a NodePool whose limits leave no room: the trial ends Failed with that reason, nothing created;
 - an EKS managed node group at desiredSize 0 (moto's EKS API, as the operator reaches it with
   boto3): the operator raises desiredSize, the candidate regresses, the trial rolls back and
-  desiredSize is restored exactly.
+  desiredSize is restored exactly; deleting a running trial gives the size back too.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ TOPOLOGY = Topology.model_validate({
     "nodeGroups": [
         {"name": "system", "instanceType": "m5.xlarge", "count": 1,
          "allocatable": {"cpu": "3920m", "memory": "14Gi", "pods": "58"}},
-        {"name": "gpu-g5", "instanceType": "g5.xlarge", "count": 6,
+        {"name": "gpu-g5", "instanceType": "g5.xlarge", "count": 8,
          "allocatable": {"cpu": "3920m", "memory": "14Gi", "pods": "58", "nvidia.com/gpu": "1"}},
         {"name": "neuron-managed", "instanceType": "inf2.8xlarge", "count": 0, "zone": "us-east-1b",
          "managed": {"minSize": 0, "maxSize": 2}, "taints": [NEURON_TAINT], "allocatable": INF2},
@@ -74,6 +74,8 @@ PROFILES = {
     ("nodegroup", "baseline"): Profile(),
     ("nodegroup", "candidate"): Profile(error_ratio=0.2),
     ("exhausted", "baseline"): Profile(),
+    ("nodegroup-delete", "baseline"): Profile(),
+    ("nodegroup-delete", "candidate"): Profile(),
 }
 
 
@@ -219,3 +221,21 @@ def test_a_managed_node_group_at_zero_is_raised_then_restored_exactly_after_a_ro
     assert desired_size(cluster) == 0, "desiredSize restored exactly"
     assert backend_refs(api, "nodegroup") == [ROUTE]
     eventually(lambda: nodes(api, "eks.amazonaws.com/nodegroup", "neuron-managed") == [])
+
+
+def test_deleting_a_running_trial_gives_the_node_group_size_back(
+    api: Api, cluster: Sandbox, prometheus_url: str, operator: None
+) -> None:
+    assert desired_size(cluster) == 0
+    capacity = {
+        "provider": "eks-nodegroup",
+        "eksNodegroup": {"clusterName": "inference", "nodegroupName": "neuron-managed",
+                         "scale": True},
+    }  # fmt: skip
+    path = start(api, "nodegroup-delete", prometheus_url, capacity,
+                 {"eks.amazonaws.com/nodegroup": "neuron-managed"})  # fmt: skip
+    eventually(lambda: desired_size(cluster) == 1, timeout=60)
+    assert api.delete(path).status == 200
+    eventually(lambda: api.get(path).status == 404, timeout=60)
+    assert desired_size(cluster) == 0, "desiredSize restored before the finalizer went"
+    assert not candidate_exists(api, "nodegroup-delete")

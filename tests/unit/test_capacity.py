@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from acceltrial.api.capacity import CapacityStatus
+from acceltrial.api.report import Report, VariantFigures, Variants
 from acceltrial.api.status import PromotionStatus, TrialStatus
+from acceltrial.cli.render import capacity_line, markdown
 from acceltrial.engine.capacity import (
     CapacityFinding,
     CapacityNeed,
@@ -171,3 +173,21 @@ def test_with_a_nodepool_named_only_its_own_nodes_count_as_room() -> None:
     assert KarpenterProvider([small], [other], shape).check(NEED).problems == ()
     (problem,) = KarpenterProvider([small], [other], shape, wanted="small").check(NEED).problems
     assert problem.startswith("NodePool small limits are exhausted: cpu 0 of 16 in use")
+
+
+def test_the_report_says_what_was_added_and_when_it_was_given_back() -> None:
+    given_back = recorded(
+        addedAt=NOW.isoformat(), addedNodes=1, releasedAt=LATER.isoformat(),
+        message="desiredSize restored to 0",
+    )  # fmt: skip
+    figures = VariantFigures(instance_type="inf2.8xlarge")
+    report = Report(
+        trial="t", namespace="n", generated_at=LATER, capacity=given_back,
+        variants=Variants(baseline=figures, candidate=figures),
+    )  # fmt: skip
+    line = (
+        "node group inference/neuron (eks-nodegroup): added 1 node(s) at 03:00:00 UTC; "
+        "desiredSize restored to 0; given back at 03:05:00 UTC."
+    )
+    assert capacity_line(report) == line
+    assert f"## Capacity\n\n{line}\n" in markdown(report)

@@ -74,6 +74,7 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "/configmaps": {"get", "create", "patch"},
         "/pods": {"list"},
         "/nodes": {"list"},
+        "karpenter.sh/nodepools": {"list"},
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
         "autoscaling/horizontalpodautoscalers": {"get", "list", "patch"},
         "/secrets": {"get"},

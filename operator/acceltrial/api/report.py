@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from acceltrial.api.base import ApiModel
+from acceltrial.api.capacity import CapacityStatus
 from acceltrial.api.status import Decision, EconomicsStatus, Phase
 
 REPORT_KEY = "report.json"
@@ -141,6 +142,8 @@ class Report(ApiModel):
     compatibility: Compatibility = Compatibility()
     controlled_test: ControlledTest = ControlledTest()
     timeline: list[Point] = Field(default_factory=list)
+    capacity: CapacityStatus | None = None
+    """Capacity the trial added for the candidate and when it was given back."""
     gitops: dict[str, Any] | None = None
     """For a promoted trial: the manifests to commit (the candidate Deployment as the new primary,
     the HTTPRoute at 100%)."""

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName, Pattern, cel, cel_rules
+from acceltrial.api.capacity import CapacitySpec
 from acceltrial.api.durations import Duration
 from acceltrial.api.placeholders import PLACEHOLDER_HINT, QUERY_TEMPLATE_PATTERN
 
@@ -542,3 +543,5 @@ class TrialSpec(ApiModel):
     """Where the decision report goes besides the <trial>-report ConfigMap."""
     progress_deadline: Duration = "10m"
     """How long the candidate may take to become Available before the trial rolls back."""
+    capacity: CapacitySpec = CapacitySpec()
+    """Where the candidate's nodes come from: existing Nodes, Karpenter or an EKS node group."""

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
 from acceltrial.api.reasons import ReasonCode
+from acceltrial.api.capacity import CapacityStatus
 
 Phase = Literal[
     "Pending",
@@ -253,6 +254,9 @@ class TrialStatus(ApiModel):
     """The outcome, once decided."""
     promotion: PromotionStatus | None = None
     """The candidate's replicas at promotion and the handover."""
+    capacity: CapacityStatus | None = None
+    """Capacity the trial added (node group desiredSize, Karpenter nodes) and when it was
+    given back."""
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)

@@ -146,6 +146,18 @@ def workload_line(report: Report) -> str:
     )
 
 
+def capacity_line(report: Report) -> str:
+    """What capacity the trial added for the candidate, and when it was given back."""
+    capacity = report.capacity
+    if capacity is None:
+        return "No capacity was added for the candidate."
+    added = ""
+    if capacity.added_at is not None:
+        added = f"added {capacity.added_nodes} node(s) at {_clock(capacity.added_at)}; "
+    back = f"; given back at {_clock(capacity.released_at)}" if capacity.released_at else ""
+    return f"{capacity.source} ({capacity.provider}): {added}{capacity.message}{back}."
+
+
 def payoff_lines(report: Report) -> list[str]:
     """Savings and payback: as made only for a promoted (or still running) trial; otherwise as
     what the candidate would have cost, beside the reason of the decision."""
@@ -241,6 +253,10 @@ def markdown(report: Report) -> str:
         "## Workload",
         "",
         workload_line(report),
+        "",
+        "## Capacity",
+        "",
+        capacity_line(report),
         "",
         "## Side by side",
         "",
@@ -530,6 +546,7 @@ def html_page(report: Report) -> str:
 <h1>{esc(title)}</h1>
 <p class="verdict">{esc(verdict_line(report))}</p>
 <h2>Workload</h2><p>{esc(workload_line(report))}</p>
+<h2>Capacity</h2><p>{esc(capacity_line(report))}</p>
 <h2>Side by side</h2>{side}
 {payoff}
 <h2>Over time</h2>{figures or f"<p>{esc(_no_measurement(report))}</p>"}

@@ -316,6 +316,8 @@ def _start_operator(run: Run, sandbox: Sandbox) -> subprocess.Popen[bytes]:
         # Pricing comes from the bundled catalog; nothing should reach out to AWS.
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+    if sandbox.eks is not None:  # managed node groups live in the sandbox's moto EKS API
+        env |= sandbox.eks.environment()
     command = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone"]
     with (run.folder / "operator.log").open("ab") as log:
         process = subprocess.Popen(

@@ -96,6 +96,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         compatibility=_compatibility(spec, status, timeline),
         controlled_test=_controlled_test(spec, status, timeline),
         timeline=timeline,
+        capacity=status.capacity,
         gitops=inputs.gitops if gitops_due(status) else None,
     )
 

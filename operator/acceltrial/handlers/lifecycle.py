@@ -9,6 +9,7 @@ idempotent, so a crash or a retry never shifts a weight twice or skips one.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -21,6 +22,7 @@ from acceltrial.api.status import PHASES, TERMINAL_PHASES, TrialStatus
 from acceltrial.api.trial import GROUP, PLURAL, VERSION
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.capacity import ScaleNodeGroup, capacity_tick, release_on_delete
 from acceltrial.engine.lifecycle import (
     ClearUserAction,
     Observation,
@@ -32,6 +34,7 @@ from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.providers.capacity.nodegroup import CapacityError
 from acceltrial.providers.reports.s3 import ReportUploadError
 from acceltrial.providers.routing.port import RoutingProblem
 
@@ -62,12 +65,14 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
     try:
         observation = world.observe(status, now, generation, action)
         result = _act(world, patch, decide(spec, status, observation))
+        result = _settle_capacity(world, status, result, now)
     except KubeError as error:
         if not error.permanent or status.phase == "RollingBack":
             raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
         LOG.warning("trial %s: %s", trial.name, error)
         observation = Observation(now=now, generation=generation, refused=str(error))
         result = _act(world, patch, decide(spec, status, observation))
+        result = _settle_capacity(world, status, result, now)
     except RoutingProblem as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
     _log_decisions(trial, status, result.status, observation)
@@ -100,6 +105,24 @@ def _act(world: TrialWorld, patch: kopf.Patch, result: TickResult) -> TickResult
     return result
 
 
+def _settle_capacity(
+    world: TrialWorld, before: TrialStatus, result: TickResult, now: datetime
+) -> TickResult:
+    """Add or give back node group capacity as the tick moved the trial (engine/capacity.py),
+    after the engine's actions: a rollback removes the candidate before its nodes go."""
+    status, sizes = capacity_tick(before, result.status, world.capacity_finding, now)
+    for size in sizes:
+        _set_size(world, size)
+    return replace(result, status=status)
+
+
+def _set_size(world: TrialWorld, size: ScaleNodeGroup) -> None:
+    try:
+        world.capacity.set_desired_size(size.desired_size)
+    except CapacityError as error:
+        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+
+
 @kopf.on.delete(GROUP, VERSION, PLURAL)
 def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     loaded = _load(body)
@@ -108,8 +131,11 @@ def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     spec, status, trial = loaded
     world = TrialWorld(cast(Kube, memo.kube), spec, trial)
     try:
-        for action in on_delete(status, world.candidate_handed_over()):
+        handed_over = world.candidate_handed_over()
+        for action in on_delete(status, handed_over):
             world.execute(action, status)
+        for size in release_on_delete(status, handed_over):
+            _set_size(world, size)
     except (KubeError, RoutingProblem) as error:
         raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
 

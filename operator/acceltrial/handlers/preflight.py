@@ -4,6 +4,7 @@ changed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from acceltrial.engine.preflight import (
@@ -14,11 +15,12 @@ from acceltrial.engine.preflight import (
 )
 from acceltrial.handlers.measure import metric_problems
 from acceltrial.handlers.snapshot import TickSnapshot
-from acceltrial.providers.capacity.registry import capacity_provider
 from acceltrial.providers.routing.port import Router
 
 
-def preflight(snapshot: TickSnapshot, router: Router) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def preflight(
+    snapshot: TickSnapshot, router: Router, capacity_problems: Callable[[], list[str]]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What prevents the trial from starting, and what it waits for (a baseline still rolling
     out, as when GitOps applies it together with the trial)."""
     namespace = snapshot.namespace
@@ -29,13 +31,10 @@ def preflight(snapshot: TickSnapshot, router: Router) -> tuple[tuple[str, ...], 
     service_found = snapshot.baseline_service is not None
     problems = service_problems(namespace, snapshot.baseline_service_name, service_found)
     problems += router.problems()
-    problems += capacity_problems(snapshot)
+    problems += capacity_problems()
     problems += competing_trials(snapshot.trials, snapshot.trial.uid, snapshot.baseline_name)
     if not problems and not waits:
         # Before any traffic moves: the criteria must be measurable on the baseline.
         waits = tuple(metric_problems(snapshot, datetime.now(UTC)))
     return tuple(problems), waits
 
-
-def capacity_problems(snapshot: TickSnapshot) -> list[str]:
-    return capacity_provider().problems(snapshot.spec.candidate, snapshot.nodes)

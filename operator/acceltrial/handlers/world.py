@@ -18,6 +18,7 @@ from acceltrial.api.actions import UserAction
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import HpaOriginal, OriginalRouting, TrialStatus
 from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.capacity import CapacityFinding
 from acceltrial.engine.lifecycle import (
     Action,
     Measurement,
@@ -29,10 +30,12 @@ from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.queries import Variant
 from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting
+from acceltrial.handlers.capacity import capacity_need, capacity_provider
 from acceltrial.handlers.executor import Executor
 from acceltrial.handlers.report_writer import write_report
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Kube
+from acceltrial.providers.capacity.port import CapacityProvider
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.registry import RouterContext, router_for
 
@@ -46,6 +49,8 @@ class TrialWorld:
     trial: TrialRef
     measured_pods: dict[Variant, int] | None = field(default=None, init=False)
     """Pods each variant had when this tick's measurement ran, before any action scaled them."""
+    capacity_finding: CapacityFinding | None = field(default=None, init=False)
+    """What the capacity provider found at this tick's preflight."""
 
     @cached_property
     def snapshot(self) -> TickSnapshot:
@@ -157,7 +162,16 @@ class TrialWorld:
 
     def preflight(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """What prevents the trial from starting, and what it waits for; nothing is changed."""
-        return preflighting.preflight(self.snapshot, self.router)
+        return preflighting.preflight(self.snapshot, self.router, self._capacity_problems)
+
+    @cached_property
+    def capacity(self) -> CapacityProvider:
+        """The capacity provider spec.capacity names (handlers/capacity.py)."""
+        return capacity_provider(self.spec, self.kube, self.snapshot.nodes)
+
+    def _capacity_problems(self) -> list[str]:
+        self.capacity_finding = self.capacity.check(capacity_need(self.spec))
+        return list(self.capacity_finding.problems)
 
     def measure(self, status: TrialStatus, now: datetime) -> Measurement:
         measured = measuring.measure(self.snapshot, status, now)

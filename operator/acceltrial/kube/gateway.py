@@ -151,6 +151,11 @@ class Kube:
     def nodes(self) -> list[Manifest]:
         return list(_call(self._core.list_node).get("items") or [])
 
+    def node_pools(self) -> list[Manifest]:
+        """Karpenter's NodePools (karpenter.sh/v1); none where Karpenter is not installed."""
+        reply = _read(self._custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodepools")
+        return list((reply or {}).get("items") or [])
+
     def trials(self, namespace: str) -> list[Manifest]:
         reply = _call(
             self._custom.list_namespaced_custom_object,

@@ -3,7 +3,9 @@
 :class:`Sandbox` is the handle tests and ``acceltrial sandbox up`` use: ``with Sandbox() as
 cluster:`` serves on a loopback port (``cluster.url``), writes a kubeconfig
 (``cluster.kubeconfig``), creates the topology's Nodes, runs the workload controllers (pods
-turn Ready ``ready_delay`` seconds after they are bound) and stops on exit. Code on other
+turn Ready ``ready_delay`` seconds after they are bound) and the provisioner (Karpenter
+NodePools and managed node groups, the latter in moto's EKS API at ``cluster.eks``) and stops
+on exit. Code on other
 threads reaches the store through :meth:`Sandbox.call`, which runs a function on the server's
 loop (the store is not thread-safe).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import tempfile
 import threading
 from collections.abc import Callable
@@ -25,7 +28,9 @@ from aiohttp import web
 from acceltrial.sandbox import crds
 from acceltrial.sandbox.controllers import Controllers
 from acceltrial.sandbox.defaults import default_builtin
+from acceltrial.sandbox.eks import SandboxEks
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
+from acceltrial.sandbox.provisioner import Provisioner, eks_sizes
 from acceltrial.sandbox.resources import Registry
 from acceltrial.sandbox.server import build_app
 from acceltrial.sandbox.store import Clock, Store, utc_now
@@ -47,6 +52,8 @@ class Sandbox:
         topology: Topology | None = None,
         ready_delay: float = 1.0,
         controllers: bool = True,
+        provision_delay: float | None = None,
+        consolidation_delay: float | None = None,
     ) -> None:
         self.requested_port = port
         self.kubeconfig = kubeconfig or Path(tempfile.mkdtemp(prefix="sandbox-")) / "kubeconfig"
@@ -56,11 +63,23 @@ class Sandbox:
         self.topology = topology if topology is not None else load_topology()
         self.ready_delay = ready_delay
         self.controllers = controllers
+        # The topology's delays unless a test sets its own.
+        self.provision_delay = (
+            self.topology.provision_delay_seconds if provision_delay is None else provision_delay
+        )
+        self.consolidation_delay = (
+            self.topology.consolidation_delay_seconds
+            if consolidation_delay is None
+            else consolidation_delay
+        )
+        self.eks: SandboxEks | None = None
+        """moto's EKS API with the topology's managed node groups (when it has any)."""
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="sandbox", daemon=True)
         self._runner: web.AppRunner | None = None
         self._controllers_task: asyncio.Task[None] | None = None
+        self._provisioner_task: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -71,6 +90,8 @@ class Sandbox:
         return self._loop
 
     def start(self) -> Sandbox:
+        if any(group.managed is not None for group in self.topology.node_groups):
+            self.eks = SandboxEks(self.topology).start()
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(timeout=10)
         write_kubeconfig(self.kubeconfig, self.url)
@@ -82,6 +103,8 @@ class Sandbox:
             self._controllers_task = asyncio.create_task(
                 Controllers(self.store, self.ready_delay).run()
             )
+            if self.topology.node_pools or self.eks is not None:
+                self._provisioner_task = asyncio.create_task(self._provisioner().run())
         self._runner = web.AppRunner(
             build_app(self.store), handle_signals=False, shutdown_timeout=0.1
         )
@@ -91,6 +114,22 @@ class Sandbox:
         server = site._server
         assert isinstance(server, asyncio.base_events.Server)
         self.port = server.sockets[0].getsockname()[1]
+
+    def _provisioner(self) -> Provisioner:
+        eks = self.eks
+        sizes = None
+        if eks is not None:
+            client = eks.client()
+            sizes = functools.partial(eks_sizes, client, self.topology.cluster, eks.groups)
+        provisioner = Provisioner(
+            self.store,
+            self.topology,
+            provision_delay=self.provision_delay,
+            consolidation_delay=self.consolidation_delay,
+            node_groups=sizes,
+        )
+        provisioner.install()
+        return provisioner
 
     def _add_nodes(self) -> None:
         resource = self.store.registry.find("", "v1", "nodes")
@@ -109,6 +148,8 @@ class Sandbox:
             self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
+        if self.eks is not None:
+            self.eks.stop()
 
     async def _shutdown(self) -> None:
         """Close the server, then cancel what still runs (open watches, controllers)."""

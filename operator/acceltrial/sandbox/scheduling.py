@@ -53,6 +53,12 @@ def _affinity_matches(pod: Object, labels: Mapping[str, str]) -> bool:
     return not terms or any(_term_matches(term, labels) for term in terms)
 
 
+def labels_match(requirements: list[Object], labels: Mapping[str, str]) -> bool:
+    """Whether node labels satisfy every NodeSelectorRequirement (In, NotIn, Exists,
+    DoesNotExist)."""
+    return _term_matches({"matchExpressions": requirements}, labels)
+
+
 def _term_matches(term: Object, labels: Mapping[str, str]) -> bool:
     for expression in term.get("matchExpressions") or []:
         key, operator = expression.get("key"), expression.get("operator")

@@ -1,29 +1,32 @@
-"""Capacity from the Nodes the cluster has: a node of the candidate's instance type, whose taints
-the candidate tolerates, with enough allocatable Neuron resources for one pod.
-
-Node groups that scale from zero (EKS managed node groups, Karpenter) are not modelled yet: a
-cluster with no Neuron node running fails this check with a message that says so.
+"""Capacity from the Nodes the cluster has (``capacity.provider: nodes``, the default): a node of
+the candidate's instance type, whose taints the candidate tolerates, with enough allocatable
+Neuron resources for one pod. Capacity that scales from zero is the ``karpenter`` and
+``eks-nodegroup`` providers' (:mod:`.karpenter`, :mod:`.nodegroup`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from acceltrial.api.spec import CandidateSpec
 from acceltrial.engine.candidate import INSTANCE_TYPE_LABEL, NEURON_TOLERATION
-from acceltrial.engine.preflight import neuron_request
+from acceltrial.engine.capacity import CapacityFinding, CapacityNeed
 
 Manifest = dict[str, Any]
 
 
-class NodesCapacity:
-    """A :class:`~acceltrial.providers.capacity.port.CapacityProvider` on the Nodes as read."""
+class NodesProvider:
+    """The Nodes that exist now; nothing is ever added."""
 
-    def problems(self, candidate: CandidateSpec, nodes: Sequence[Manifest]) -> list[str]:
-        resource, amount = neuron_request(candidate)
-        problem = schedulable_problem(list(nodes), candidate.instance_type, resource, amount)
-        return [problem] if problem else []
+    def __init__(self, nodes: list[Manifest]) -> None:
+        self._nodes = nodes
+
+    def check(self, need: CapacityNeed) -> CapacityFinding:
+        problem = schedulable_problem(self._nodes, need.instance_type, need.resource, need.per_pod)
+        problems = (problem,) if problem else ()
+        return CapacityFinding("nodes", f"existing {need.instance_type} Nodes", problems)
+
+    def set_desired_size(self, size: int) -> None:
+        """Existing Nodes have no size to set."""
 
 
 def schedulable_problem(
@@ -35,7 +38,8 @@ def schedulable_problem(
         types = sorted({_labels(n).get(INSTANCE_TYPE_LABEL, "?") for n in nodes})
         return (
             f"no node of instance type {instance_type} (the cluster has: "
-            f"{', '.join(types) or 'no nodes'}); add a Neuron node group"
+            f"{', '.join(types) or 'no nodes'}); add a Neuron node group, "
+            "or use spec.capacity.provider karpenter or eks-nodegroup"
         )
     fitting = [n for n in typed if _tolerated(n) and _allocatable(n, resource) >= amount]
     if not fitting:

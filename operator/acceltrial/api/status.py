@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
-from acceltrial.api.reasons import ReasonCode
 from acceltrial.api.capacity import CapacityStatus
+from acceltrial.api.reasons import ReasonCode
 
 Phase = Literal[
     "Pending",

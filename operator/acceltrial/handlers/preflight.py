@@ -37,4 +37,3 @@ def preflight(
         # Before any traffic moves: the criteria must be measurable on the baseline.
         waits = tuple(metric_problems(snapshot, datetime.now(UTC)))
     return tuple(problems), waits
-

@@ -476,3 +476,22 @@ def test_a_route_the_gateway_already_refuses_stops_preflight(sandbox: Sandbox) -
     [problem] = world.router.problems()
     assert "already does not use it" in problem
     assert "ResolvedRefs=False, reason BackendNotFound" in problem
+
+
+def test_a_trial_recorded_by_an_older_version_still_moves_and_restores_its_rule(
+    sandbox: Sandbox,
+) -> None:
+    world = build(sandbox, cases()["traffic-split-2"])
+    before = spec_and_annotations(world.route())
+    rule = world.route()["spec"]["rules"][0]
+    older = OriginalRouting.model_validate(
+        {"router": "gatewayapi",
+         "httpRoute": {"name": "foo-route", "namespace": world.router.namespace, "ruleIndex": 0,
+                       "backendRefs": rule["backendRefs"]}}
+    )  # fmt: skip
+    world.router.set_weight(25, older)
+    world.fleet.advance()
+    assert world.shares() == [25]
+    assert world.router.conflict(25, older) is None
+    world.router.restore(older)
+    assert spec_and_annotations(world.route()) == before

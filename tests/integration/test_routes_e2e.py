@@ -373,15 +373,17 @@ def at_first_step(original: OriginalRouting) -> TrialStatus:
 
 
 def observe(world: World, status: TrialStatus) -> Observation:
-    """What the operator's world observes of the routing on a tick."""
+    """What the operator's world observes of the routing on a tick (a router lives one tick, as
+    the operator's does: it reads the route once)."""
     assert status.original is not None
     assert status.canary_weight is not None
+    router = dataclasses.replace(world.router)
     return Observation(
         now=START + timedelta(seconds=30),
         generation=1,
-        observed_weight=world.router.weight(status.original),
-        routing_conflict=world.router.conflict(status.canary_weight, status.original),
-        route_refused=world.router.refusal(),
+        observed_weight=router.weight(status.original),
+        routing_conflict=router.conflict(status.canary_weight, status.original),
+        route_refused=router.refusal(),
         candidate_available=True,
         candidate_available_replicas=1,
     )
@@ -476,3 +478,22 @@ def test_a_route_the_gateway_already_refuses_stops_preflight(sandbox: Sandbox) -
     [problem] = world.router.problems()
     assert "already does not use it" in problem
     assert "ResolvedRefs=False, reason BackendNotFound" in problem
+
+
+def test_a_trial_recorded_by_an_older_version_still_moves_and_restores_its_rule(
+    sandbox: Sandbox,
+) -> None:
+    world = build(sandbox, cases()["traffic-split-2"])
+    before = spec_and_annotations(world.route())
+    rule = world.route()["spec"]["rules"][0]
+    older = OriginalRouting.model_validate(
+        {"router": "gatewayapi",
+         "httpRoute": {"name": "foo-route", "namespace": world.router.namespace, "ruleIndex": 0,
+                       "backendRefs": rule["backendRefs"]}}
+    )  # fmt: skip
+    world.router.set_weight(25, older)
+    world.fleet.advance()
+    assert world.shares() == [25]
+    assert world.router.conflict(25, older) is None
+    world.router.restore(older)
+    assert spec_and_annotations(world.route()) == before

@@ -1,6 +1,6 @@
 """Field managers of HTTPRoute writes, kept in ``metadata.managedFields`` as the API server
 keeps them (one entry per manager, operation and subresource, stamped with the time of its last
-change; the field sets themselves are not kept).
+change; the field sets themselves are not tracked, ``fieldsV1`` stays empty).
 
 The operator reads them to name who else changed a route it is splitting. Other kinds keep no
 managedFields in the emulator.
@@ -57,6 +57,9 @@ def stamping(
             "operation": "Update",
             "apiVersion": resource.api_version,
             "time": now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            # The field set is not tracked; kubectl apply needs the keys to read the entry.
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {},
         }
         if subresource:
             entry["subresource"] = subresource

@@ -129,7 +129,7 @@ class GatewayApiRouter:
         live = _rules(route)
         changes = {}
         for index in indices:
-            place = self._place(live, found[index])
+            place = self._place(live, found, index, original)
             changes[place] = split_rule(found[index]["backendRefs"], self.shape, weight)
         self._write(route, changes, self.trial)
         held = self.weight(original)
@@ -138,12 +138,12 @@ class GatewayApiRouter:
 
     def weight(self, original: OriginalRouting | None = None) -> int | None:
         live = _rules(self._observed())
-        if original is None or original.http_route is None or not original.http_route.rules:
+        if original is None or original.http_route is None:
             return None
         found, indices = _recorded(original)
         held = []
         for index in indices:
-            place = locate(live, found[index])
+            place = _locate(live, found, index, original)
             percent = (
                 None if place is None else rule_percent(live[place]["backendRefs"], self.shape)
             )
@@ -161,8 +161,8 @@ class GatewayApiRouter:
         route = self._observed()
         found, indices = _recorded(original)
         live = _rules(route)
-        if live == expected_rules(found, indices, self.shape, weight):
-            return None
+        if _legacy(original) or live == expected_rules(found, indices, self.shape, weight):
+            return None  # a trial recorded by an older version kept no rules to compare
         entries = [
             e for e in route["metadata"].get("managedFields") or [] if not e.get("subresource")
         ]
@@ -203,7 +203,7 @@ class GatewayApiRouter:
         live = _rules(route)
         changes = {}
         for index in indices:
-            place = locate(live, found[index])
+            place = _locate(live, found, index, original)
             if place is None:
                 continue  # gone or no longer recognisable: never write into another rule
             refs = live[place].get("backendRefs") or []
@@ -223,11 +223,14 @@ class GatewayApiRouter:
         route = self.kube.http_route(self.namespace, self.route_name)
         return {"httpRoute": route} if route is not None else {}
 
-    def _place(self, live: list[Manifest], recorded: Manifest) -> int:
-        place = locate(live, recorded)
+    def _place(
+        self, live: list[Manifest], found: list[Manifest], index: int, original: OriginalRouting
+    ) -> int:
+        place = _locate(live, found, index, original)
         if place is None:
             raise RoutingProblem(
-                f"{self._where}: the recorded {rule_label(recorded, 0)} cannot be found any more"
+                f"{self._where}: the recorded {rule_label(found[index], index)} cannot be found "
+                "any more"
             )
         return place
 
@@ -266,6 +269,19 @@ def _recorded(original: OriginalRouting) -> tuple[list[Manifest], list[int]]:
         rules.append({"backendRefs": [dict(r) for r in recorded.backend_refs]})
         return rules, [recorded.rule_index]
     return [dict(rule) for rule in recorded.rules], list(recorded.split_rules)
+
+
+def _legacy(original: OriginalRouting) -> bool:
+    """Recorded by an older version: one rule, by index, without the route's rules."""
+    return original.http_route is not None and original.http_route.rules is None
+
+
+def _locate(
+    live: list[Manifest], found: list[Manifest], index: int, original: OriginalRouting
+) -> int | None:
+    if _legacy(original):
+        return index if index < len(live) else None
+    return locate(live, found[index])
 
 
 def _latest_is_ours(entries: list[Manifest]) -> bool:

@@ -1,0 +1,78 @@
+"""Another writer changes an HTTPRoute mid-trial, on both backends (on the real kube-apiserver
+with the Gateway API CRDs' validation, defaulting and its own managedFields): a rule inserted
+before ours, our rule edited, weights reset. The router names the writer's field manager, and
+rollback writes nothing into the rule it did not record and keeps the other writer's backend."""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from kubernetes import config
+
+from acceltrial.engine.routes import RouteShape, Service
+from acceltrial.kube.gateway import Kube
+from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
+from tests.sandbox.conftest import Api, Backend
+
+ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes"
+GPU = {"name": "llama3-gpu", "port": 8000}
+LEGACY = {"name": "llama3-legacy", "port": 8000}
+ROUTE = {
+    "apiVersion": "gateway.networking.k8s.io/v1",
+    "kind": "HTTPRoute",
+    "metadata": {"name": "llama3"},
+    "spec": {
+        "parentRefs": [{"name": "inference"}],
+        "rules": [
+            {"name": "chat", "matches": [{"path": {"type": "PathPrefix", "value": "/v1/chat"}}],
+             "backendRefs": [GPU]},
+            {"matches": [{"path": {"type": "PathPrefix", "value": "/v1/completions"}}],
+             "backendRefs": [{**GPU, "weight": 3}, LEGACY]},
+        ],
+    },
+}  # fmt: skip
+SHAPE = RouteShape(
+    "default", Service("llama3-gpu", "default"), Service("llama3-inf2-candidate", "default")
+)
+
+
+def test_another_writer_is_named_and_nothing_lands_outside_the_recorded_rules(
+    cluster: Backend, api: Api
+) -> None:
+    assert api.post(ROUTES, ROUTE).status == 201
+    kube = Kube(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+    router = GatewayApiRouter(kube, "llama3", SHAPE, (), "default/trial", (5, 25, 50))
+    original = router.snapshot()
+    router.set_weight(5, original)
+    assert router.conflict(5, original) is None
+    assert router.weight(original) == 5
+    time.sleep(1.1)  # managedFields times are whole seconds: the other write comes later
+
+    route: dict[str, Any] = api.get(f"{ROUTES}/llama3").body
+    rules = route["spec"]["rules"]
+    inserted = copy.deepcopy(rules[1])
+    inserted["matches"] = [{"headers": [{"type": "Exact", "name": "x-canary", "value": "1"}]}]
+    inserted["backendRefs"] = [inserted["backendRefs"][0]]
+    added = {**copy.deepcopy(rules[0]["backendRefs"][0]), "name": "llama3-legacy"}
+    rules[0]["backendRefs"].append(added)  # a backend added to our rule
+    rules[1]["backendRefs"] = copy.deepcopy(original.http_route.rules[1]["backendRefs"])  # type: ignore[union-attr,index]
+    patched = api.request(
+        "PATCH", f"{ROUTES}/llama3",
+        [{"op": "replace", "path": "/spec/rules", "value": [inserted, *rules]}],
+        "application/json-patch+json", fieldManager="argocd-controller",
+    )  # fmt: skip
+    assert patched.status == 200, patched.body
+
+    conflict = router.conflict(5, original)
+    assert conflict is not None
+    assert "field manager 'argocd-controller'" in conflict
+
+    router.restore(original)
+    after: dict[str, Any] = api.get(f"{ROUTES}/llama3").body
+    assert after["spec"]["rules"][0] == inserted, "the inserted rule is untouched"
+    recorded = original.http_route.rules  # type: ignore[union-attr]
+    assert after["spec"]["rules"][1]["backendRefs"] == [*recorded[0]["backendRefs"], added]
+    assert after["spec"]["rules"][2]["backendRefs"] == recorded[1]["backendRefs"]
+    assert "acceltrial.dev/trial" not in (after["metadata"].get("annotations") or {})

@@ -75,6 +75,8 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "/pods": {"list"},
         "/nodes": {"list"},
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
+        "batch/jobs": {"get", "create", "patch"},
+        "/pods/log": {"get"},
         "autoscaling/horizontalpodautoscalers": {"get", "list", "patch"},
         "/secrets": {"get"},
         "/events": {"create", "patch"},

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from acceltrial.api.base import ApiModel
+from acceltrial.api.neuron import CompileStatus
 from acceltrial.api.status import Decision, EconomicsStatus, Phase
 
 REPORT_KEY = "report.json"
@@ -138,6 +139,9 @@ class Report(ApiModel):
     target_utilization: float | None = None
     migration_cost: float | None = None
     compatibility: Compatibility = Compatibility()
+    compile: CompileStatus | None = None
+    """The Neuron compile Job of candidate.compile: outcome and how long it took (engineering
+    effort the migration costs)."""
     controlled_test: ControlledTest = ControlledTest()
     timeline: list[Point] = Field(default_factory=list)
     gitops: dict[str, Any] | None = None

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
+from acceltrial.api.neuron import CompileStatus
 
 Phase = Literal[
     "Pending",
@@ -242,6 +243,8 @@ class TrialStatus(ApiModel):
     """The outcome, once decided."""
     promotion: PromotionStatus | None = None
     """The candidate's replicas at promotion and the handover."""
+    compile: CompileStatus | None = None
+    """The compile Job of candidate.compile: outcome, how long it took, why it failed."""
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)

@@ -39,6 +39,7 @@ from acceltrial.engine.candidate import (
     derive_deployment,
     derive_service,
 )
+from acceltrial.engine.compile_gate import CompileJobState, StartCompile
 from acceltrial.engine.costing import (
     CostWindow,
     VariantResources,
@@ -70,6 +71,12 @@ from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, VariantTarget
 from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.engine.targets import baseline_pods, variant_target
+from acceltrial.handlers.neuron import (
+    neuron_problems,
+    observe_compile,
+    start_compile,
+    with_neuron_scheduler,
+)
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodes import schedulable_problem
 from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
@@ -159,7 +166,11 @@ class TrialWorld:
             autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,
+            compile_job=self._compile_job() if phase == "Preflight" and not problems else None,
         )
+
+    def _compile_job(self) -> CompileJobState | None:
+        return observe_compile(self.kube, self.spec, self.trial)
 
     def _snapshot(self) -> OriginalRouting:
         """The routing as found, with the baseline's replicas and autoscaler to remember across
@@ -217,6 +228,7 @@ class TrialWorld:
             problems.append(f"baseline Service {namespace}/{self.baseline_service_name} not found")
         problems += self.router.problems()
         problems += self._capacity_problems()
+        problems += neuron_problems(self._nodes, self.spec)
         problems += self._competing_trials()
         if not problems and not waits:
             # Before any traffic moves: the criteria must be measurable on the baseline.
@@ -415,7 +427,8 @@ class TrialWorld:
             service = self.kube.service(namespace, self.baseline_service_name)
             if baseline is None or service is None:
                 raise KubeError(404, f"baseline {self.baseline_name} vanished after preflight")
-            self.kube.apply(derive_deployment(baseline, service, self.spec, self.trial))
+            deployment = derive_deployment(baseline, service, self.spec, self.trial)
+            self.kube.apply(with_neuron_scheduler(deployment, self.spec))
             self.kube.apply(derive_service(service, self.trial))
         elif isinstance(action, SetWeight) and status.original is not None:
             self.router.set_weight(action.weight, status.original)
@@ -435,6 +448,8 @@ class TrialWorld:
             for kind in ("Deployment", "Service"):
                 self.kube.release(kind, namespace, name, self.trial.uid, promoted_by)
             self.router.release()
+        elif isinstance(action, StartCompile):
+            start_compile(self.kube, self.spec, self.trial)
 
     def _point_autoscaler(
         self, action: RetargetAutoscaler | RestoreAutoscaler, status: TrialStatus
@@ -461,6 +476,7 @@ def _describe(action: Action, candidate: str) -> str:
         RetargetAutoscaler: "pointing the HorizontalPodAutoscaler at the candidate",
         RestoreAutoscaler: "pointing the HorizontalPodAutoscaler back at the baseline",
         HandOverCandidate: f"handing over the candidate {candidate}",
+        StartCompile: "creating the compile Job",
     }
     return said.get(type(action), type(action).__name__)
 

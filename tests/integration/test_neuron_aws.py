@@ -12,7 +12,7 @@ import pytest
 from botocore.session import Session
 from moto.server import ThreadedMotoServer
 
-from acceltrial.providers.compiled_artifacts.s3 import S3Artifacts
+from acceltrial.providers.compiled_artifacts.s3 import ArtifactCheck, S3Artifacts
 from acceltrial.providers.pricing.catalog import parse_catalog
 from acceltrial.providers.pricing.shapes import NeuronShapes
 
@@ -45,26 +45,38 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     ],
 )
 def test_compiled_artifacts_that_exist_pass(aws: Any, uri: str) -> None:
-    assert S3Artifacts().problem(uri) is None
+    assert S3Artifacts().check(uri) == ArtifactCheck()
 
 
 def test_an_empty_prefix_is_refused_with_the_fix(aws: Any) -> None:
-    assert S3Artifacts().problem("s3://models/neff/llama3-70b/") == (
+    assert S3Artifacts().check("s3://models/neff/llama3-70b/").problem == (
         "compiledArtifacts s3://models/neff/llama3-70b/ holds no objects: compile the model "
         "(candidate.compile does it before the trial) or fix the URI"
     )
 
 
-def test_a_missing_bucket_names_the_permissions_needed(aws: Any) -> None:
-    problem = S3Artifacts().problem("s3://no-such-bucket/neff/")
-    assert problem is not None
-    assert problem.startswith("compiledArtifacts s3://no-such-bucket/neff/ cannot be checked:")
-    assert "NoSuchBucket" in problem
-    assert "s3:ListBucket" in problem
+def test_a_missing_bucket_is_refused(aws: Any) -> None:
+    found = S3Artifacts().check("s3://no-such-bucket/neff/")
+    assert found.wait is None
+    assert found.problem is not None
+    assert found.problem.startswith("compiledArtifacts s3://no-such-bucket/neff/: ")
+    assert "NoSuchBucket" in found.problem
+
+
+def test_s3_out_of_reach_is_waited_for_naming_the_permissions(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    found = S3Artifacts().check("s3://models/neff/llama3-8b/")
+    assert found.problem is None
+    assert found.wait is not None
+    assert found.wait.startswith("compiledArtifacts s3://models/neff/llama3-8b/ cannot be checked:")
+    assert "s3:ListBucket" in found.wait
 
 
 def test_a_path_inside_the_image_is_not_checked(aws: Any) -> None:
-    assert S3Artifacts().problem("/models/neff") is None
+    assert S3Artifacts().check("/models/neff") == ArtifactCheck()
 
 
 def test_an_instance_the_catalog_lacks_is_read_from_ec2(aws: Any) -> None:

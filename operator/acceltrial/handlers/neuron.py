@@ -38,20 +38,21 @@ def neuron_shape(spec: TrialSpec) -> NeuronShape | None:
     return _shapes[key]
 
 
-def neuron_problems(nodes: list[Manifest], spec: TrialSpec) -> list[str]:
-    """What prevents the candidate from running on Neuron: the model does not fit, a device
-    count the instance refuses, no device plugin, compiled artifacts missing (unless a compile
-    Job is to write them)."""
+def neuron_preflight(nodes: list[Manifest], spec: TrialSpec) -> tuple[list[str], list[str]]:
+    """What prevents the candidate from running on Neuron (the model does not fit, a device
+    count the instance refuses, no device plugin, compiled artifacts missing), and what it waits
+    for (S3 not reachable yet). Artifacts a compile Job is to write are not checked."""
     candidate = spec.candidate
     problems = fit_problems(candidate, neuron_shape(spec))
     plugin = device_plugin_problem(nodes, candidate.instance_type)
     if plugin is not None:
         problems.append(plugin)
-    if candidate.compiled_artifacts is not None and candidate.compile is None:
-        missing = S3Artifacts().problem(candidate.compiled_artifacts)
-        if missing is not None:
-            problems.append(missing)
-    return problems
+    waits: list[str] = []
+    if candidate.compiled_artifacts is not None and candidate.compile is None and not problems:
+        found = S3Artifacts().check(candidate.compiled_artifacts)
+        problems += [found.problem] if found.problem else []
+        waits += [found.wait] if found.wait else []
+    return problems, waits
 
 
 def with_neuron_scheduler(deployment: Manifest, spec: TrialSpec) -> Manifest:

@@ -72,7 +72,7 @@ from acceltrial.engine.queries import COST_METRICS, TemplateError, Variant, Vari
 from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.engine.targets import baseline_pods, variant_target
 from acceltrial.handlers.neuron import (
-    neuron_problems,
+    neuron_preflight,
     observe_compile,
     start_compile,
     with_neuron_scheduler,
@@ -228,11 +228,13 @@ class TrialWorld:
             problems.append(f"baseline Service {namespace}/{self.baseline_service_name} not found")
         problems += self.router.problems()
         problems += self._capacity_problems()
-        problems += neuron_problems(self._nodes, self.spec)
+        neuron_problems, neuron_waits = neuron_preflight(self._nodes, self.spec)
+        problems += neuron_problems
         problems += self._competing_trials()
         if not problems and not waits:
             # Before any traffic moves: the criteria must be measurable on the baseline.
             waits = tuple(self.metric_problems(datetime.now(UTC)))
+        waits += tuple(neuron_waits)
         return tuple(problems), waits
 
     def _capacity_problems(self) -> list[str]:

@@ -5,11 +5,16 @@ elsewhere (an S3-compatible store, or a test server).
 
 A URI ending in ``/`` is a prefix and must hold at least one object; otherwise it names an object,
 or a prefix written without its trailing slash. A path inside the image is not checked here (the
-pod sees it, the operator does not)."""
+pod sees it, the operator does not).
+
+What S3 answers for good (no such bucket, nothing under the prefix) is a problem that ends the
+trial; what a person or a retry can fix (no credentials yet, access denied, S3 unreachable) is
+waited for, within the trial's progressDeadline."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -26,28 +31,49 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
+_MISSING = frozenset({"NoSuchBucket", "404", "NoSuchKey"})
+
+
+@dataclass(frozen=True)
+class ArtifactCheck:
+    """A problem that ends the trial, or what it waits for; neither when the artifacts are
+    there (or not in S3)."""
+
+    problem: str | None = None
+    wait: str | None = None
+
+
 class S3Artifacts:
-    """Says why compiled artifacts cannot be found in S3, or nothing when they are there."""
+    """Checks that compiled artifacts are in S3."""
 
     def __init__(self, client_for: Callable[[str | None], Any] = _client) -> None:
         self._client_for = client_for
 
-    def problem(self, uri: str, region: str | None = None) -> str | None:
+    def check(self, uri: str, region: str | None = None) -> ArtifactCheck:
         if not uri.startswith("s3://"):
-            return None
+            return ArtifactCheck()
         bucket, key = split_s3_uri(uri)
         try:
             found = self._found(self._client_for(region), bucket, key)
-        except (BotoCoreError, ClientError) as error:
-            return (
-                f"compiledArtifacts {uri} cannot be checked: {error}; the operator's role "
-                "needs s3:ListBucket on the bucket and s3:GetObject on the prefix"
-            )
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code"))
+            if code in _MISSING:
+                return ArtifactCheck(problem=f"compiledArtifacts {uri}: {error}")
+            return ArtifactCheck(wait=self._cannot(uri, error))
+        except BotoCoreError as error:
+            return ArtifactCheck(wait=self._cannot(uri, error))
         if found:
-            return None
+            return ArtifactCheck()
+        return ArtifactCheck(
+            problem=f"compiledArtifacts {uri} holds no objects: compile the model "
+            "(candidate.compile does it before the trial) or fix the URI"
+        )
+
+    @staticmethod
+    def _cannot(uri: str, error: Exception) -> str:
         return (
-            f"compiledArtifacts {uri} holds no objects: compile the model (candidate.compile "
-            "does it before the trial) or fix the URI"
+            f"compiledArtifacts {uri} cannot be checked: {error}; the operator's role needs "
+            "s3:ListBucket on the bucket and s3:GetObject on the prefix"
         )
 
     @staticmethod

@@ -10,6 +10,7 @@ import pytest
 
 from acceltrial.api.spec import CandidateSpec
 from acceltrial.api.validation import validate_trial
+from acceltrial.engine.candidate import TrialRef, derive_deployment
 from acceltrial.engine.neuron_fit import (
     device_plugin_problem,
     fit_problems,
@@ -17,6 +18,7 @@ from acceltrial.engine.neuron_fit import (
     quantity_bytes,
     scheduler_name,
 )
+from acceltrial.handlers.neuron import with_neuron_scheduler
 from acceltrial.providers.pricing.shapes import NeuronShapes
 from tests.unit.test_lifecycle import make_spec
 
@@ -143,3 +145,18 @@ def test_multi_device_pods_use_the_neuron_scheduler_where_there_is_one() -> None
         "one device: the default scheduler places it whole"
     )
     assert scheduler_name(candidate(instanceType="inf2.48xlarge", neuronCores=4), big) is None
+
+
+def test_the_candidate_deployment_names_the_neuron_scheduler_only_when_it_needs_it() -> None:
+    baseline = {
+        "metadata": {"name": "llama3-gpu"},
+        "spec": {"template": {"spec": {"containers": [{"name": "vllm", "image": "gpu:1"}]}}},
+    }
+    trial = TrialRef("t", "serving", "uid")
+    wide = make_spec(candidate={"instanceType": "inf2.48xlarge", "neuronCores": 4,
+                                "schedulerName": "neuron-scheduler"})  # fmt: skip
+    pod = with_neuron_scheduler(derive_deployment(baseline, None, wide, trial), wide)
+    assert pod["spec"]["template"]["spec"]["schedulerName"] == "neuron-scheduler"
+    narrow = make_spec(candidate={"schedulerName": "neuron-scheduler"})
+    pod = with_neuron_scheduler(derive_deployment(baseline, None, narrow, trial), narrow)
+    assert "schedulerName" not in pod["spec"]["template"]["spec"], "one inf2.8xlarge device"

@@ -10,6 +10,7 @@ from typing import Any
 from acceltrial.api.neuron import CompileStatus
 from acceltrial.api.report import Compatibility
 from acceltrial.api.status import TrialStatus
+from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.compile_gate import (
     CompileJobState,
@@ -111,3 +112,17 @@ def test_the_report_notes_the_compile_time() -> None:
         "compiled for Neuron by Job j in 312 s"
     ]
     assert with_compile_note(Compatibility(), None).notes == []
+
+
+def test_a_template_without_containers_is_refused_naming_the_field() -> None:
+    body = {
+        "apiVersion": "acceltrial.dev/v1alpha1",
+        "kind": "AcceleratorTrial",
+        "metadata": {"name": "t", "namespace": "n"},
+        "spec": spec().model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+    body["spec"]["candidate"]["compile"]["template"] = {"spec": {"restartPolicy": "Never"}}
+    problems = [str(p) for p in validate_trial(body)]
+    assert len(problems) == 1
+    assert problems[0].startswith("spec.candidate.compile.template: ")
+    assert "a pod template needs spec.containers" in problems[0]

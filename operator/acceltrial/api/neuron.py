@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from acceltrial.api.base import ApiModel, Pattern
 from acceltrial.api.durations import Duration
@@ -45,6 +45,18 @@ class CompileSpec(ApiModel):
     """Retries of a failed compile pod before the Job fails."""
     log_lines: int = Field(default=20, ge=1, le=200)
     """Lines of the failed pod's log kept in the trial's status and decision."""
+
+    @field_validator("template")
+    @classmethod
+    def _runs_a_container(cls, template: dict[str, Any]) -> dict[str, Any]:
+        spec = template.get("spec")
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        if not isinstance(containers, list) or not containers:
+            raise ValueError(
+                "a pod template needs spec.containers: the container that compiles the model "
+                "(e.g. neuronx-cc or optimum-cli export neuron)"
+            )
+        return template
 
 
 CompileOutcome = Literal["Running", "Succeeded", "Failed"]

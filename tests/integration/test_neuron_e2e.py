@@ -1,20 +1,24 @@
 """Neuron preflight and the compile gate end to end: `kopf run -m acceltrial.handlers` against the
 sandbox, with a real Prometheus scraping the simulated fleet.
 
-A model too large for the candidate's accelerator memory ends the trial Failed with the numbers;
-a compile Job that fails ends it Failed with the Job's reason and log tail; in both the candidate
-is never created and the route never touched. A compile Job that succeeds lets the trial go on,
+A model too large for the candidate's accelerator memory ends the trial Failed with the numbers,
+compiled artifacts missing from S3 (moto in server mode) with the URI; a compile Job that fails
+ends it Failed with the Job's reason and log tail; in each the candidate is never created and the
+route never touched. A compile Job that succeeds lets the trial go on,
 and its time is in the report. The sandbox runs the compile Job's pod as its template's
 annotations say (sandbox.acceltrial.dev/exit-code, run-seconds, log: sandbox/jobs.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
+from botocore.session import Session
+from moto.server import ThreadedMotoServer
 
 from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.topology import Topology, load_topology
@@ -39,7 +43,8 @@ PROFILES = {
     ("compile-ok", "baseline"): Profile(),
     ("compile-ok", "candidate"): Profile(),
 }
-NAMESPACES = ("too-large", "compile-fails", "compile-ok")
+NAMESPACES = ("too-large", "no-artifacts", "compile-fails", "compile-ok")
+NO_PROMETHEUS = "http://prometheus.invalid:9090"  # for trials that end before any query
 COMPILER_LOG = (
     "Compiling the model for 2 NeuronCores\n"
     "ERROR 70001: [NCC_EVRF024] Operator aten::_fft_r2c is not supported\n"
@@ -88,10 +93,36 @@ def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -
 
 
 @pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, str]]:
+    """moto's S3 with a bucket ``models`` holding one compiled model; the settings that point
+    botocore at it."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    settings = {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    client = Session().create_client(
+        "s3", region_name="us-east-1", endpoint_url=settings["AWS_ENDPOINT_URL"],
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )  # fmt: skip
+    client.create_bucket(Bucket="models")
+    client.put_object(Bucket="models", Key="neff/llama3-8b/model.neff", Body=b"NEFF")
+    yield settings
+    server.stop()
+
+
+@pytest.fixture(scope="module")
 def operator(
-    cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
+    cluster: Sandbox, api: Api, s3: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
-    process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *NAMESPACES)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in s3.items():
+            patch.setitem(os.environ, name, value)  # the operator's AWS settings, as IRSA's
+        process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *NAMESPACES)
     try:
         yield
     finally:
@@ -107,15 +138,26 @@ def jobs(api: Api, namespace: str) -> list[dict[str, Any]]:
 
 
 def test_a_model_too_large_for_the_instance_ends_failed_with_the_numbers(
-    api: Api, prometheus_url: str, operator: None
+    api: Api, operator: None
 ) -> None:
-    path = start(api, "too-large", prometheus_url, candidate={"modelMemory": "40Gi"})
+    path = start(api, "too-large", NO_PROMETHEUS, candidate={"modelMemory": "40Gi"})
     status = wait_for(api, path, ("Failed",), timeout=60)
     assert "the model does not fit: it needs 40.0 GiB (modelMemory) but 2 NeuronCores of " \
            "inf2.8xlarge have 32.0 GiB of accelerator memory" in status["message"]  # fmt: skip
     assert status["decision"]["verdict"] == "none"
     assert not candidate_exists(api, "too-large")
     assert backend_refs(api, "too-large") == [ROUTE], "the route was never touched"
+
+
+def test_compiled_artifacts_missing_from_s3_end_the_trial_naming_them(
+    api: Api, operator: None
+) -> None:
+    missing = "s3://models/neff/llama3-70b/"
+    path = start(api, "no-artifacts", NO_PROMETHEUS, candidate={"compiledArtifacts": missing})
+    status = wait_for(api, path, ("Failed",), timeout=60)
+    assert f"compiledArtifacts {missing} holds no objects" in status["message"]
+    assert not candidate_exists(api, "no-artifacts")
+    assert backend_refs(api, "no-artifacts") == [ROUTE], "the route was never touched"
 
 
 def test_a_failing_compile_job_ends_failed_with_its_reason_and_no_candidate(

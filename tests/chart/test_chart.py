@@ -76,6 +76,8 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "/nodes": {"list"},
         "karpenter.sh/nodepools": {"list"},
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
+        "batch/jobs": {"get", "create", "patch"},
+        "/pods/log": {"get"},
         "autoscaling/horizontalpodautoscalers": {"get", "list", "patch"},
         "/secrets": {"get"},
         "/events": {"create", "patch"},

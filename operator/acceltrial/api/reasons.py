@@ -21,6 +21,7 @@ ReasonCode = Literal[
     "MeasurementErrored",
     "Inconclusive",
     "RouteRefused",
+    "CompileFailed",
 ]
 REASON_CODES: Final[tuple[ReasonCode, ...]] = get_args(ReasonCode)
 
@@ -48,3 +49,6 @@ INCONCLUSIVE: Final = "Inconclusive"
 ROUTE_REFUSED: Final = "RouteRefused"
 """The gateway does not accept the route with the candidate (its Accepted or ResolvedRefs
 condition is False); routing was restored."""
+COMPILE_FAILED: Final = "CompileFailed"
+"""The Neuron compile Job of candidate.compile failed or ran past its deadline; the candidate
+was never created."""

@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 
 from acceltrial.api.base import ApiModel
 from acceltrial.api.capacity import CapacityStatus
+from acceltrial.api.neuron import CompileStatus
 from acceltrial.api.status import Decision, EconomicsStatus, Phase
 
 REPORT_KEY = "report.json"
@@ -140,6 +141,9 @@ class Report(ApiModel):
     target_utilization: float | None = None
     migration_cost: float | None = None
     compatibility: Compatibility = Compatibility()
+    compile: CompileStatus | None = None
+    """The Neuron compile Job of candidate.compile: outcome and how long it took (engineering
+    effort the migration costs)."""
     controlled_test: ControlledTest = ControlledTest()
     timeline: list[Point] = Field(default_factory=list)
     capacity: CapacityStatus | None = None

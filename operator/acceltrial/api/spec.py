@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName, Pattern, cel, cel_rules
 from acceltrial.api.capacity import CapacitySpec
 from acceltrial.api.durations import Duration
+from acceltrial.api.neuron import CompileSpec, ModelDtype, ModelMemory, ParameterCount
 from acceltrial.api.placeholders import PLACEHOLDER_HINT, QUERY_TEMPLATE_PATTERN
 
 MAX_STEPS = 20
@@ -124,6 +125,12 @@ class CandidateSpec(ApiModel):
                 "set exactly one of neuronCores (aws.amazon.com/neuroncore) "
                 "or neuronDevices (aws.amazon.com/neuron)",
             ),
+            cel(
+                "!self.instanceType.startsWith('trn1') || !has(self.neuronDevices) || "
+                "self.neuronDevices in [1, 4, 8, 16]",
+                "on trn1 and trn1n a pod takes 1, 4, 8 or 16 Neuron devices (the devices form "
+                "a 2D torus): set neuronDevices to one of these",
+            ),
         )
     )
 
@@ -143,6 +150,20 @@ class CandidateSpec(ApiModel):
     NEURON_COMPILED_ARTIFACTS and checked before any traffic moves."""
     pod_template_patch: dict[str, Any] | None = None
     """A JSON merge patch applied last to the derived pod template (extra env, volumes, ...)."""
+    model_memory: ModelMemory | None = None
+    """Accelerator memory the model needs (weights, KV cache, runtime), e.g. 40Gi; preflight
+    refuses a trial whose requested NeuronCores or devices of instanceType have less."""
+    model_parameters: ParameterCount | None = None
+    """Parameter count of the model (e.g. 8B); without modelMemory, preflight checks that the
+    weights alone (parameters x bytes of modelDtype) fit."""
+    model_dtype: ModelDtype = "bf16"
+    """Data type of the weights, for the estimate from modelParameters."""
+    scheduler_name: DnsLabel | None = None
+    """The Neuron scheduler extension's scheduler (e.g. neuron-scheduler), where the cluster
+    runs one: a pod asking for more than one NeuronCore or device of a multi-device instance
+    is scheduled by it, so its cores are adjacent."""
+    compile: CompileSpec | None = None
+    """A Neuron compile Job that must succeed before the candidate is deployed."""
 
 
 class GatewayApiRouting(ApiModel):

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
 from acceltrial.api.capacity import CapacityStatus
+from acceltrial.api.neuron import CompileStatus
 from acceltrial.api.reasons import ReasonCode
 
 Phase = Literal[
@@ -257,6 +258,8 @@ class TrialStatus(ApiModel):
     capacity: CapacityStatus | None = None
     """Capacity the trial added (node group desiredSize, Karpenter nodes) and when it was
     given back."""
+    compile: CompileStatus | None = None
+    """The compile Job of candidate.compile: outcome, how long it took, why it failed."""
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)

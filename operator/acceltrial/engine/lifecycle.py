@@ -31,6 +31,7 @@ from acceltrial.api.reasons import (
     API_REFUSED,
     CANDIDATE_NOT_AVAILABLE,
     CANDIDATE_NOT_SCALED,
+    COMPILE_FAILED,
     CRITERION_FAILED,
     INCONCLUSIVE,
     MEASUREMENT_ERRORED,
@@ -53,6 +54,7 @@ from acceltrial.api.status import (
     TrialStatus,
 )
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
+from acceltrial.engine.compile_gate import CompileJobState, StartCompile, compile_gate
 from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.queries import Variant
@@ -134,6 +136,7 @@ Action = (
     | RestoreAutoscaler
     | HandOverCandidate
     | ClearUserAction
+    | StartCompile
 )
 
 
@@ -184,6 +187,8 @@ class Observation:
     """Bounds of the HorizontalPodAutoscaler recorded in status.original.hpa (while promoting)."""
     measurement: Measurement | None = None
     action: UserAction | None = None
+    compile_job: CompileJobState | None = None
+    """The compile Job of candidate.compile, while in Preflight."""
     refused: str | None = None
     """A request the API server refused for good (400, 403, 404, 422), with what was being
     done: the trial ends instead of retrying forever."""
@@ -311,10 +316,26 @@ class _Tick:
         if self.obs.preflight_waits:
             self._await_preflight()
             return
+        if not self._compiled():
+            return
         original = self.status.original or self.obs.routing
         self._update(original=original, step=0, canary_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
         self._enter("Progressing", "deploying the candidate; waiting for it to be Available")
+
+    def _compiled(self) -> bool:
+        """The compile gate (engine/compile_gate.py): False while the compile Job runs or when
+        it failed (the trial then ends Failed, the candidate never created)."""
+        gate = compile_gate(self.spec, self.status.compile, self.obs.compile_job, self.obs.now)
+        if gate.status is not None:
+            self._update(compile=gate.status)
+        self.actions += gate.actions
+        if gate.verdict == "fail":
+            self._update(decision=self._decision("none", COMPILE_FAILED, gate.message))
+            self._enter("Failed", f"{gate.message}; the candidate was never created")
+        elif gate.verdict == "wait":
+            self._enter("Preflight", gate.message)
+        return gate.verdict == "proceed"
 
     def _await_preflight(self) -> None:
         reason = "; ".join(self.obs.preflight_waits)

@@ -27,6 +27,7 @@ from acceltrial.api.report import (
 from acceltrial.api.spec import Criterion, TrialSpec
 from acceltrial.api.status import TERMINAL_PHASES, CriterionResult, TrialStatus
 from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.compile_gate import with_compile_note
 from acceltrial.engine.economics import migration_total
 from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.queries import Variant
@@ -93,7 +94,8 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         economics=status.economics,
         target_utilization=economics.target_utilization,
         migration_cost=migration_total(economics.migration_cost),
-        compatibility=_compatibility(spec, status, timeline),
+        compatibility=with_compile_note(_compatibility(spec, status, timeline), status.compile),
+        compile=status.compile,
         controlled_test=_controlled_test(spec, status, timeline),
         timeline=timeline,
         capacity=status.capacity,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from acceltrial.api.status import TrialStatus
 from acceltrial.engine.candidate import PROMOTED_BY_LABEL, derive_deployment, derive_service
+from acceltrial.engine.compile_gate import StartCompile
 from acceltrial.engine.lifecycle import (
     Action,
     DeployCandidate,
@@ -22,6 +23,7 @@ from acceltrial.engine.lifecycle import (
     ScaleCandidate,
     SetWeight,
 )
+from acceltrial.handlers.neuron import start_compile, with_neuron_scheduler
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import KubeError
 from acceltrial.providers.routing.port import Router
@@ -47,7 +49,8 @@ class Executor:
             baseline, service = snapshot.baseline, snapshot.baseline_service
             if baseline is None or service is None:
                 raise KubeError(404, f"baseline {snapshot.baseline_name} vanished after preflight")
-            kube.apply(derive_deployment(baseline, service, snapshot.spec, trial))
+            deployment = derive_deployment(baseline, service, snapshot.spec, trial)
+            kube.apply(with_neuron_scheduler(deployment, snapshot.spec))
             kube.apply(derive_service(service, trial))
         elif isinstance(action, SetWeight) and status.original is not None:
             self.router.set_weight(action.weight, status.original)
@@ -67,6 +70,8 @@ class Executor:
             for kind in ("Deployment", "Service"):
                 kube.release(kind, namespace, name, trial.uid, promoted_by)
             self.router.release()
+        elif isinstance(action, StartCompile):
+            start_compile(kube, snapshot.spec, trial)
 
     def _point_autoscaler(
         self, action: RetargetAutoscaler | RestoreAutoscaler, status: TrialStatus
@@ -93,5 +98,6 @@ def _describe(action: Action, candidate: str) -> str:
         RetargetAutoscaler: "pointing the HorizontalPodAutoscaler at the candidate",
         RestoreAutoscaler: "pointing the HorizontalPodAutoscaler back at the baseline",
         HandOverCandidate: f"handing over the candidate {candidate}",
+        StartCompile: "creating the compile Job",
     }
     return said.get(type(action), type(action).__name__)

@@ -19,6 +19,7 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import HpaOriginal, OriginalRouting, TrialStatus
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.capacity import CapacityFinding
+from acceltrial.engine.compile_gate import CompileJobState
 from acceltrial.engine.lifecycle import (
     Action,
     Measurement,
@@ -32,6 +33,7 @@ from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting
 from acceltrial.handlers.capacity import capacity_need, capacity_provider
 from acceltrial.handlers.executor import Executor
+from acceltrial.handlers.neuron import neuron_preflight, observe_compile
 from acceltrial.handlers.report_writer import write_report
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Kube
@@ -112,6 +114,7 @@ class TrialWorld:
             autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,
+            compile_job=self._compile_job() if phase == "Preflight" and not problems else None,
         )
 
     def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:
@@ -119,6 +122,9 @@ class TrialWorld:
         if status.original is None or status.canary_weight is None:
             return None, None
         return self.router.conflict(status.canary_weight, status.original), self.router.refusal()
+
+    def _compile_job(self) -> CompileJobState | None:
+        return observe_compile(self.kube, self.spec, self.trial)
 
     def _snapshot(self) -> OriginalRouting:
         """The routing as found, with the baseline's replicas and autoscaler to remember across
@@ -162,7 +168,13 @@ class TrialWorld:
 
     def preflight(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """What prevents the trial from starting, and what it waits for; nothing is changed."""
-        return preflighting.preflight(self.snapshot, self.router, self._capacity_problems)
+        problems, waits = preflighting.preflight(
+            self.snapshot, self.router, self._capacity_problems
+        )
+        if self.snapshot.baseline is None:
+            return problems, waits
+        neuron_problems, neuron_waits = neuron_preflight(self.snapshot.nodes, self.spec)
+        return problems + tuple(neuron_problems), waits + tuple(neuron_waits)
 
     @cached_property
     def capacity(self) -> CapacityProvider:

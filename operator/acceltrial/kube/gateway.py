@@ -74,6 +74,25 @@ class Kube:
     def _autoscaling(self) -> client.AutoscalingV2Api:
         return client.AutoscalingV2Api(self.api)
 
+    @property
+    def _batch(self) -> client.BatchV1Api:
+        return client.BatchV1Api(self.api)
+
+    def job(self, namespace: str, name: str) -> Manifest | None:
+        return _read(self._batch.read_namespaced_job, name, namespace)
+
+    def pod_log(self, namespace: str, name: str, tail_lines: int) -> str:
+        """The last lines of a pod's (first container's) log, as text."""
+        try:
+            reply: Any = self._core.read_namespaced_pod_log(
+                name, namespace, tail_lines=tail_lines, _preload_content=False
+            )
+        except ApiException as error:
+            raise KubeError(int(error.status or 0), _refusal(error)) from None
+        except (OSError, urllib3.exceptions.HTTPError) as error:
+            raise KubeError(0, f"the API server cannot be reached: {error}") from None
+        return bytes(reply.data or b"").decode(errors="replace")
+
     def deployment(self, namespace: str, name: str) -> Manifest | None:
         return _read(self._apps.read_namespaced_deployment, name, namespace)
 
@@ -184,12 +203,13 @@ class Kube:
         return None if encoded is None else base64.b64decode(encoded).decode()
 
     def apply(self, manifest: Manifest) -> Manifest:
-        """Server-side apply of a Deployment, Service or ConfigMap we own."""
+        """Server-side apply of a Deployment, Service, ConfigMap or Job we own."""
         name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
         patch = {
             "Deployment": self._apps.patch_namespaced_deployment,
             "Service": self._core.patch_namespaced_service,
             "ConfigMap": self._core.patch_namespaced_config_map,
+            "Job": self._batch.patch_namespaced_job,
         }[manifest["kind"]]
         return _call(
             patch, name, namespace, manifest,

@@ -35,6 +35,7 @@ from typing import Any
 
 from acceltrial.sandbox.endpoints import endpoint_port, endpoint_slice_of, endpoints_of
 from acceltrial.sandbox.errors import ApiError
+from acceltrial.sandbox.jobs import JobController
 from acceltrial.sandbox.objects import owner_reference, pod_ready, stable_hash
 from acceltrial.sandbox.resources import ResourceType
 from acceltrial.sandbox.scheduling import choose_node, pod_requests
@@ -48,6 +49,7 @@ _WATCHED = {
     ("", "pods"),
     ("", "nodes"),
     ("", "services"),
+    ("batch", "jobs"),
 }
 
 
@@ -74,6 +76,9 @@ class Controllers:
         slices = self.store.registry.find("discovery.k8s.io", "v1", "endpointslices")
         assert slices is not None
         self.slices = slices
+        jobs = self.store.registry.find("batch", "v1", "jobs")
+        assert jobs is not None
+        self.jobs = JobController(store, jobs, self.pods, self._wake.set, self._write_status)
 
     def _type(self, group: str, plural: str) -> ResourceType:
         found = self.store.registry.find(group, "v1", plural)
@@ -103,6 +108,7 @@ class Controllers:
             self._guard(functools.partial(self._deployment, deployment))
         for replicaset in self._all(self.replicasets):
             self._guard(functools.partial(self._replicaset, replicaset))
+        self._guard(functools.partial(self.jobs.reconcile, self._owned))
         self._schedule()
         self._kubelet()
         pods = self._all(self.pods)
@@ -369,6 +375,8 @@ class Controllers:
             uid = pod["metadata"]["uid"]
             if not pod.get("spec", {}).get("nodeName") or pod_ready(pod):
                 continue
+            if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                continue  # a Job's pod that exited stays as it ended
             bound_at = self._bound_at.setdefault(uid, now)
             if now - bound_at >= self.ready_delay:
                 self._guard(functools.partial(self._start, pod))

@@ -105,6 +105,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         short_names=("hpa",),
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", status=False),
+    ResourceType("batch", "v1", "jobs", "Job"),
     ResourceType("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
     ResourceType(
         "gateway.networking.k8s.io", "v1beta1", "referencegrants", "ReferenceGrant", status=False

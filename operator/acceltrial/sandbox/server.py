@@ -29,6 +29,7 @@ from aiohttp import web
 
 from acceltrial.sandbox import errors, managed_fields, openapi, patching, tables
 from acceltrial.sandbox.errors import ApiError
+from acceltrial.sandbox.jobs import pod_log
 from acceltrial.sandbox.resources import (
     Registry,
     ResourceType,
@@ -150,7 +151,8 @@ class ApiHandler:
             return None
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource is not None and subresource not in resource.subresources:
+        a_pod_log = subresource == "log" and resource.kind == "Pod"
+        if subresource is not None and subresource not in resource.subresources and not a_pod_log:
             return None
         return Target(resource, namespace if resource.namespaced else None, name, subresource)
 
@@ -202,6 +204,9 @@ class ApiHandler:
         obj = self.store.get(target.resource, target.namespace or "", target.name)
         if target.subresource == "scale":
             return _json(_scale(obj))
+        if target.subresource == "log":
+            tail = request.query.get("tailLines")
+            return web.Response(text=pod_log(obj, int(tail) if tail else None))
         if tables.wants_table(request.headers.get("Accept", "")):
             return _json(
                 tables.table(target.resource, [obj], self.store.version, self.store.clock())

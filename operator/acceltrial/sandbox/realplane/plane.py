@@ -36,6 +36,8 @@ from acceltrial.sandbox.topology import Topology, load_topology, nodes
 
 SERVICE_CLUSTER_IP_RANGE = "10.100.0.0/16"  # EKS's default, as the emulator
 START_TIMEOUT_SECONDS = 120.0
+KWOK_JOB_STAGES = Path(__file__).resolve().parents[1] / "kwok-job-stages.yaml"
+"""How a Job's pod ends (sandbox/jobs.py's annotations), beside kwok's own stages."""
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -191,6 +193,7 @@ class RealControlPlane:
             str(self.binaries.kwok),
             f"--kubeconfig={admin}",
             f"--config={self.binaries.kwok_stages}",
+            f"--config={KWOK_JOB_STAGES}",
             "--manage-all-nodes=true",
         ]
 

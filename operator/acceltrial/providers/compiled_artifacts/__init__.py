@@ -1,0 +1,2 @@
+"""Where the Neuron-compiled artifacts are kept: the check that ``candidate.compiledArtifacts``
+exists before anything changes."""

@@ -1,0 +1,205 @@
+"""Neuron preflight and the compile gate end to end: `kopf run -m acceltrial.handlers` against the
+sandbox, with a real Prometheus scraping the simulated fleet.
+
+A model too large for the candidate's accelerator memory ends the trial Failed with the numbers,
+compiled artifacts missing from S3 (moto in server mode) with the URI; a compile Job that fails
+ends it Failed with the Job's reason and log tail; in each the candidate is never created and the
+route never touched. A compile Job that succeeds lets the trial go on,
+and its time is in the report. The sandbox runs the compile Job's pod as its template's
+annotations say (sandbox.acceltrial.dev/exit-code, run-seconds, log: sandbox/jobs.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from botocore.session import Session
+from moto.server import ThreadedMotoServer
+
+from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.topology import Topology, load_topology
+from tests.conftest import REPO
+from tests.integration.fleet import Fleet, Profile, serving
+from tests.integration.prometheus_server import running_prometheus
+from tests.integration.test_lifecycle_e2e import (
+    CRDS,
+    ROUTE,
+    backend_refs,
+    candidate_exists,
+    start,
+    start_operator,
+    wait_for,
+)
+from tests.sandbox.conftest import Api
+
+pytestmark = pytest.mark.slow
+
+PROFILES = {
+    ("compile-fails", "baseline"): Profile(),
+    ("compile-ok", "baseline"): Profile(),
+    ("compile-ok", "candidate"): Profile(),
+}
+NAMESPACES = ("too-large", "no-artifacts", "compile-fails", "compile-ok")
+NO_PROMETHEUS = "http://prometheus.invalid:9090"  # for trials that end before any query
+COMPILER_LOG = (
+    "Compiling the model for 2 NeuronCores\n"
+    "ERROR 70001: [NCC_EVRF024] Operator aten::_fft_r2c is not supported\n"
+    "neuronx-cc failed with exit code 70"
+)
+
+
+def compile_spec(exit_code: int, log: str) -> dict[str, Any]:
+    annotations = {
+        "sandbox.acceltrial.dev/exit-code": str(exit_code),
+        "sandbox.acceltrial.dev/run-seconds": "1",
+        "sandbox.acceltrial.dev/log": log,
+    }
+    container = {"name": "neuronx-cc", "image": "pytorch-inference-neuronx:sdk-2.21",
+                 "command": ["neuronx-cc", "compile", "--target", "inf2"]}  # fmt: skip
+    return {"template": {"metadata": {"annotations": annotations},
+                         "spec": {"containers": [container]}}, "timeout": "60s"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Sandbox]:
+    default = load_topology()
+    groups = [g.model_copy(update={"count": max(g.count, 8)}) for g in default.node_groups]
+    with Sandbox(ready_delay=0.2, topology=Topology(nodeGroups=groups)) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Sandbox) -> Api:
+    api = Api(cluster.url)
+    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
+    assert api.post(CRDS, crd).status == 201
+    return api
+
+
+@pytest.fixture(scope="module")
+def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving(Fleet(cluster.url, PROFILES)) as fleet_url:
+        target = fleet_url.removeprefix("http://")
+        scrape = (
+            "scrape_configs:\n  - job_name: fleet\n"
+            f"    static_configs: [{{targets: ['{target}']}}]\n"
+        )
+        with running_prometheus(tmp_path_factory.mktemp("prom") / "data", scrape) as url:
+            yield url
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, str]]:
+    """moto's S3 with a bucket ``models`` holding one compiled model; the settings that point
+    botocore at it."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    settings = {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    client = Session().create_client(
+        "s3", region_name="us-east-1", endpoint_url=settings["AWS_ENDPOINT_URL"],
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )  # fmt: skip
+    client.create_bucket(Bucket="models")
+    client.put_object(Bucket="models", Key="neff/llama3-8b/model.neff", Body=b"NEFF")
+    yield settings
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: Sandbox, api: Api, s3: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in s3.items():
+            patch.setitem(os.environ, name, value)  # the operator's AWS settings, as IRSA's
+        process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *NAMESPACES)
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def jobs(api: Api, namespace: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs").body[
+        "items"
+    ]
+    return items
+
+
+def test_a_model_too_large_for_the_instance_ends_failed_with_the_numbers(
+    api: Api, operator: None
+) -> None:
+    path = start(api, "too-large", NO_PROMETHEUS, candidate={"modelMemory": "40Gi"})
+    status = wait_for(api, path, ("Failed",), timeout=60)
+    assert "the model does not fit: it needs 40.0 GiB (modelMemory) but 2 NeuronCores of " \
+           "inf2.8xlarge have 32.0 GiB of accelerator memory" in status["message"]  # fmt: skip
+    assert status["decision"]["verdict"] == "none"
+    assert not candidate_exists(api, "too-large")
+    assert backend_refs(api, "too-large") == [ROUTE], "the route was never touched"
+
+
+def test_compiled_artifacts_missing_from_s3_end_the_trial_naming_them(
+    api: Api, operator: None
+) -> None:
+    missing = "s3://models/neff/llama3-70b/"
+    path = start(api, "no-artifacts", NO_PROMETHEUS, candidate={"compiledArtifacts": missing})
+    status = wait_for(api, path, ("Failed",), timeout=60)
+    assert f"compiledArtifacts {missing} holds no objects" in status["message"]
+    assert not candidate_exists(api, "no-artifacts")
+    assert backend_refs(api, "no-artifacts") == [ROUTE], "the route was never touched"
+
+
+def test_a_failing_compile_job_ends_failed_with_its_reason_and_no_candidate(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "compile-fails", prometheus_url,
+                 candidate={"compile": compile_spec(70, COMPILER_LOG)})  # fmt: skip
+    status = wait_for(api, path, ("Failed", "Progressing", "Promoted"), timeout=120)
+    assert status["phase"] == "Failed", status.get("message")
+    reason = status["decision"]["reason"]
+    assert reason.startswith(
+        "the compile Job llama3-inf2-compile failed: BackoffLimitExceeded: "
+        "Job has reached the specified backoff limit; log tail:\n"
+    )
+    assert reason.endswith(COMPILER_LOG)
+    assert "the candidate was never created" in status["message"]
+    assert status["compile"]["outcome"] == "Failed"
+    assert status["compile"]["seconds"] >= 1
+    assert not candidate_exists(api, "compile-fails")
+    replicasets = api.get("/apis/apps/v1/namespaces/compile-fails/replicasets").body["items"]
+    assert [
+        r["metadata"]["name"] for r in replicasets if "candidate" in r["metadata"]["name"]
+    ] == []
+    assert backend_refs(api, "compile-fails") == [ROUTE], "nothing was exposed"
+    [job] = jobs(api, "compile-fails")
+    assert job["metadata"]["ownerReferences"][0]["name"] == "llama3-inf2", "goes with the trial"
+    report = api.get("/api/v1/namespaces/compile-fails/configmaps/llama3-inf2-report").body
+    notes = json.loads(report["data"]["report.json"])["compatibility"]["notes"]
+    assert any("the Neuron compile Job llama3-inf2-compile failed" in note for note in notes)
+
+
+def test_a_successful_compile_lets_the_trial_run_and_its_time_is_reported(
+    api: Api, prometheus_url: str, operator: None
+) -> None:
+    path = start(api, "compile-ok", prometheus_url,
+                 candidate={"compile": compile_spec(0, "compiled 1 NEFF")})  # fmt: skip
+    status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
+    assert status["phase"] == "Promoted", status.get("message")
+    assert status["compile"]["outcome"] == "Succeeded"
+    assert status["compile"]["seconds"] >= 1
+    report = api.get("/api/v1/namespaces/compile-ok/configmaps/llama3-inf2-report").body
+    body = json.loads(report["data"]["report.json"])
+    assert body["compile"]["seconds"] == status["compile"]["seconds"]
+    assert any(n.startswith("compiled for Neuron by Job llama3-inf2-compile in ")
+               for n in body["compatibility"]["notes"])  # fmt: skip

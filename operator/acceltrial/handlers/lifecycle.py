@@ -30,6 +30,7 @@ from acceltrial.engine.lifecycle import (
 )
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
+from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.reports.s3 import ReportUploadError
@@ -42,12 +43,12 @@ TICK_SECONDS = config_from_env().tick_seconds
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=TICK_SECONDS / 2)
-def tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+def tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, retry: int = 0, **_: Any) -> None:
     with RECONCILE_SECONDS.time():
-        _tick(body, patch, memo)
+        _tick(body, patch, memo, backoff_seconds(retry, TICK_SECONDS))
 
 
-def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
+def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, delay: float) -> None:
     recorded = body.get("status") or {}
     if recorded.get("phase") in TERMINAL_PHASES:
         # Checked before the spec is validated: an ended trial costs no CPU per tick.
@@ -63,15 +64,15 @@ def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
     generation = int(body.meta.get("generation") or 0)
     try:
         observation = world.observe(status, now, generation, action)
-        result = _act(world, patch, decide(spec, status, observation))
+        result = _act(world, patch, decide(spec, status, observation), delay)
     except KubeError as error:
         if not error.permanent or status.phase == "RollingBack":
-            raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+            raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
         LOG.warning("trial %s: %s", trial.name, error)
         observation = Observation(now=now, generation=generation, refused=str(error))
-        result = _act(world, patch, decide(spec, status, observation))
+        result = _act(world, patch, decide(spec, status, observation), delay)
     except RoutingProblem as error:
-        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
     _log_decisions(trial, status, result.status, observation)
     if observation.measurement is not None or result.status.phase != status.phase:
         _report(world, result.status, observation, now)
@@ -89,7 +90,7 @@ def _observe_edit(body: kopf.Body, patch: kopf.Patch, observed: object) -> None:
         patch.status["observedGeneration"] = generation
 
 
-def _act(world: TrialWorld, patch: kopf.Patch, result: TickResult) -> TickResult:
+def _act(world: TrialWorld, patch: kopf.Patch, result: TickResult, delay: float) -> TickResult:
     """Apply the engine's actions in order (an error leaves the status unwritten)."""
     try:
         for step in result.actions:
@@ -98,7 +99,7 @@ def _act(world: TrialWorld, patch: kopf.Patch, result: TickResult) -> TickResult
             else:
                 world.execute(step, result.status)
     except RoutingProblem as error:
-        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
     return result
 
 

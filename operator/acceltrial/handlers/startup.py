@@ -32,7 +32,7 @@ def on_startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: Any, **
     config = config_from_env()
     logging.getLogger().setLevel(config.log_level.upper())
     configure(settings)
-    memo.kube = Kube(kubernetes_client())
+    memo.kube = Kube(kubernetes_client(), timeout_seconds=config.api_timeout_seconds)
     port = serve_metrics(config.metrics_port)
     logger.info("acceltrial metrics on port %d", port)
 

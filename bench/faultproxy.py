@@ -163,6 +163,7 @@ class FaultProxy:
 def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        started = False  # whether an answer's status line went out
 
         def do_GET(self) -> None:
             self._relay()
@@ -193,11 +194,13 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 return
             if fault == "delay":
                 time.sleep(proxy.delay_seconds)
+            self.started = False
             try:
                 self._forward(body, fault)
             except OSError as error:  # upstream down (a restart) or the client gave up
-                if not self.wfile.closed:
+                if not self.started:  # mid-stream, the connection just drops
                     self._send_safely(502, f"upstream unreachable: {error}".encode())
+                self.close_connection = True
 
         def _forward(self, body: bytes, fault: str | None) -> None:
             connection = proxy.upstream()
@@ -220,6 +223,7 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
         def _stream(
             self, reply: http.client.HTTPResponse, headers: list[tuple[str, str]], cut: bool
         ) -> None:
+            self.started = True
             self.send_response(200)
             for key, value in headers:
                 self.send_header(key, value)
@@ -250,6 +254,7 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             content_type: str | None = "application/json",
             headers: list[tuple[str, str]] | None = None,
         ) -> None:
+            self.started = True
             self.send_response(code)
             names = {k.lower() for k, _ in headers or []}
             if content_type and "content-type" not in names:

@@ -172,8 +172,17 @@ class Kube:
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
         )  # fmt: skip
 
-    def annotate_trial(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
-        """Merge ``annotations`` into a trial's metadata (how people ask for an action)."""
+    def patch_trial_status(self, namespace: str, name: str, status: Manifest) -> None:
+        """Merge ``status`` into a trial's status subresource (None removes a key)."""
+        _call(
+            self._custom.patch_namespaced_custom_object_status,
+            TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name, {"status": status},
+            _content_type="application/merge-patch+json",
+        )  # fmt: skip
+
+    def annotate_trial(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
+        """Merge ``annotations`` into a trial's metadata (how people ask for an action; None
+        removes one)."""
         _call(
             self._custom.patch_namespaced_custom_object,
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
@@ -330,7 +339,7 @@ def request_target(method: Callable[..., Any], args: tuple[Any, ...]) -> str:
     words = getattr(method, "__name__", "call").split("_")
     verb = _VERBS.get(words[0], words[0])
     rest = "_".join(words[1:]).removeprefix("namespaced_").removesuffix("_for_all_namespaces")
-    rest = rest.removesuffix("_scale")
+    rest = rest.removesuffix("_scale").removesuffix("_status")
     if rest == "custom_object":  # (group, version, namespace, plural, name, ...)
         kind = _KINDS.get(str(args[3]) if len(args) > 3 else "", "object")
         names = [str(a) for a in args[2:3]] + [str(a) for a in args[4:5] if isinstance(a, str)]

@@ -17,6 +17,7 @@ class OperatorConfig(BaseModel):
     metrics_port: int = Field(default=8080, ge=0, le=65535)
     tick_seconds: float = Field(default=10.0, gt=0, le=3600)
     api_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    peering_lifetime_seconds: int = Field(default=15, ge=2, le=600)
 
 
 class ConfigError(Exception):
@@ -31,6 +32,7 @@ def config_from_env(environ: dict[str, str] | None = None) -> OperatorConfig:
         "metrics_port": env.get("ACCELTRIAL_METRICS_PORT", "8080"),
         "tick_seconds": env.get("ACCELTRIAL_TICK_SECONDS", "10"),
         "api_timeout_seconds": env.get("ACCELTRIAL_API_TIMEOUT_SECONDS", "30"),
+        "peering_lifetime_seconds": env.get("ACCELTRIAL_PEERING_LIFETIME_SECONDS", "15"),
     }
     try:
         return OperatorConfig.model_validate(raw)

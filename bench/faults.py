@@ -103,6 +103,8 @@ class TrialRun:
     phases: list[str] = field(default_factory=list)
     weights: list[int] = field(default_factory=list)
     restored: bool = True
+    serving: bool = True
+    """At the end, every backend the route sends traffic to has a Deployment with replicas."""
     paused: bool = False
 
     @property
@@ -141,6 +143,7 @@ class Row:
             "routes not restored": sum(not r.restored for r in self.runs),
             "promotions on missing data": sum(r.missing_data_promotion for r in self.runs),
             "stuck": sum(r.outcome == "stuck" for r in self.runs),
+            "left without serving": sum(not r.serving for r in self.runs),
             "faults injected": sum(self.injected.values()),
             "operator restarts": self.operator_restarts,
         }
@@ -270,7 +273,8 @@ def start_trial(world: World, kind: FaultKind, run: TrialRun, prometheus_url: st
     analysis: dict[str, Any] = {"prometheus": {"address": prometheus_url}}
     if kind.name.startswith("prom-delay"):
         analysis["prometheus"]["timeout"] = "2s"  # the proxy's delay is longer
-    body = trial(ns, prometheus_url, analysis=analysis)
+    # A loaded machine can take a minute before the baseline's first rate() answers.
+    body = trial(ns, prometheus_url, analysis=analysis, progressDeadline="180s")
     path = TRIALS.format(ns).rsplit("/", 1)[0]
     assert world.api.post(path, body).status == 201
     return watch
@@ -330,8 +334,21 @@ def follow(
             if phase in TERMINAL:
                 run.outcome = phase
                 run.restored = phase == "Promoted" or route_refs(world, kind, run) == [ROUTE]
+                run.serving = serves(world, kind, run)
                 pending.remove(run)
         time.sleep(0.25)  # bounded poll of the trials' phases
+
+
+def serves(world: World, kind: FaultKind, run: TrialRun) -> bool:
+    """Whether every backend with traffic has a Deployment (named as its Service) with
+    replicas: a rollback after the baseline was scaled to zero would route to nothing."""
+    ns = namespace(kind, run.role)
+    for ref in route_refs(world, kind, run):
+        if ref.get("weight", 1) > 0:
+            deployment = world.api.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{ref['name']}")
+            if deployment.status != 200 or not deployment.body["spec"].get("replicas"):
+                return False
+    return True
 
 
 def route_refs(world: World, kind: FaultKind, run: TrialRun) -> list[dict[str, Any]]:
@@ -378,6 +395,7 @@ def run(
     parallel: int = 4,
     deadline: float = 300,
     workdir: Path | None = None,
+    on_row: Callable[[Row], None] | None = None,
 ) -> list[Row]:
     """Every kind ``rounds`` times (seeds ``seed``, ``seed + 1``, ...), ``parallel`` at once."""
     rows: dict[str, Row] = {k.name: Row(k.name, [], Counter()) for k in kinds}
@@ -393,6 +411,8 @@ def run(
                 seeds = [seed + n] * len(round_kinds)
                 done = pool.map(lambda k, s: run_kind(world, k, s, deadline), round_kinds, seeds)
                 for kind, row in zip(kinds, done, strict=True):
+                    if on_row is not None:
+                        on_row(row)
                     rows[kind.name].runs += row.runs
                     rows[kind.name].injected += row.injected
                     rows[kind.name].operator_restarts += row.operator_restarts
@@ -407,6 +427,7 @@ COLUMNS = (
     "routes not restored",
     "promotions on missing data",
     "stuck",
+    "left without serving",
     "faults injected",
     "operator restarts",
 )
@@ -452,13 +473,15 @@ def main(argv: list[str] | None = None) -> int:
         parallel=args.parallel,
         deadline=args.deadline,
         workdir=args.workdir,
+        on_row=lambda row: print(f"{row.kind}: {row.figures()}", flush=True),
     )
     print(table(rows))
     for line in details(rows):
         print(line)
     print(f"seed {args.seed}, {args.rounds} round(s), {time.monotonic() - started:.0f}s")
-    bad = sum(r.figures()["promotions on missing data"] + r.figures()["routes not restored"]
-              + r.figures()["weights twice/skipped"] for r in rows)  # fmt: skip
+    guarantees = ("promotions on missing data", "routes not restored", "weights twice/skipped",
+                  "left without serving")  # fmt: skip
+    bad = sum(r.figures()[g] for r in rows for g in guarantees)
     return 1 if bad else 0
 
 

@@ -23,5 +23,6 @@ def test_a_short_seeded_fault_run_keeps_every_guarantee() -> None:
         assert figures["routes not restored"] == 0, row.kind
         assert figures["weights twice/skipped"] == 0, row.kind
         assert figures["stuck"] == 0, row.kind
+        assert figures["left without serving"] == 0, row.kind
         assert figures["same outcome"] + figures["safe other"] == 3, row.kind
         assert figures["faults injected"] > 0, f"{row.kind}: the schedule injected nothing"

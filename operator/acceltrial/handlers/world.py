@@ -159,6 +159,7 @@ class TrialWorld:
             autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,
+            candidate_handed_over=phase == "BakingIn" and self.candidate_handed_over(),
         )
 
     def _snapshot(self) -> OriginalRouting:

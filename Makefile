@@ -15,7 +15,7 @@ SCENARIO ?= promote
 SPEED ?= 1
 
 .PHONY: help demo demo-all prometheus setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
-	validate-examples api-docs verify-api-docs sandbox bench clean control-plane
+	validate-examples api-docs verify-api-docs sandbox bench bench-faults clean control-plane
 
 help: ## List every target with what it does.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -98,6 +98,9 @@ sandbox: $(INSTALLED) ## Serve a local cluster on 127.0.0.1:8001 (kubeconfig: ./
 bench: setup ## Run the benchmarks: one analysis measurement; sandbox writes/s and watch latency.
 	$(BIN)/python -m bench.analysis
 	$(BIN)/python -m bench.cluster
+
+bench-faults: setup ## The fault suite's longer run: every fault kind 3 times (seeds 7, 8, 9), figures per kind.
+	PATH=$(CURDIR)/$(TOOLS):$$PATH $(BIN)/python -m bench.faults --rounds 3 --seed 7 --parallel 3
 
 clean: ## Remove the virtualenv, unpacked tools and caches.
 	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache

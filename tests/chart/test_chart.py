@@ -141,3 +141,41 @@ def test_values_schema_refuses_a_typo() -> None:
     )
     assert result.returncode != 0
     assert "prot" in result.stderr
+
+
+def render_all(*values: str) -> list[dict[str, Any]]:
+    args = [tool("helm"), "template", "acceltrial", str(CHART), "--namespace", "acceltrial-system"]
+    args += ["--kube-version", "1.33.0"]
+    for value in values:
+        args += ["--set", value]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def test_two_replicas_join_kopf_peering_and_one_runs_standalone() -> None:
+    docs = render_all("replicas=2")
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert deployment["spec"]["replicas"] == 2
+    assert "--peering=acceltrial" in args
+    assert "--standalone" not in args
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert ("ClusterKopfPeering", "acceltrial") in kinds
+    assert ("CustomResourceDefinition", "clusterkopfpeerings.kopf.dev") in kinds
+    role = next(d for d in docs if d["kind"] == "ClusterRole")
+    peering = [r for r in role["rules"] if r["apiGroups"] == ["kopf.dev"]]
+    assert peering == [{"apiGroups": ["kopf.dev"],
+                        "resources": ["clusterkopfpeerings", "kopfpeerings"],
+                        "verbs": ["get", "list", "watch", "patch"]}]  # fmt: skip
+    single = render_all()
+    single_args = next(d for d in single if d["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert "--standalone" in single_args
+    assert not any(d["kind"].endswith("KopfPeering") for d in single)
+
+
+def test_two_replicas_watching_namespaces_get_a_peering_in_each() -> None:
+    docs = render_all("replicas=2", "watchNamespaces={serving,ml}")
+    peerings = {(d["kind"], d["metadata"].get("namespace")) for d in docs if "Peering" in d["kind"]}
+    assert peerings == {("KopfPeering", "serving"), ("KopfPeering", "ml")}

@@ -68,6 +68,10 @@ PROFILES = {
     ("crash", "candidate"): Profile(median=0.24),
     ("crash-regress", "baseline"): Profile(),
     ("crash-regress", "candidate"): Profile(error_ratio=0.2),
+    ("two-replicas", "baseline"): Profile(),
+    ("two-replicas", "candidate"): Profile(median=0.24),
+    ("two-replicas-regress", "baseline"): Profile(),
+    ("two-replicas-regress", "candidate"): Profile(error_ratio=0.2),
 }
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/acceleratortrials"
 
@@ -119,7 +123,8 @@ def start_operator(cluster: Sandbox, folder: Path, *namespaces: str) -> subproce
 def operator(
     cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
-    namespaces = sorted({ns for ns, _ in PROFILES} - {"crash", "crash-regress"})
+    others = {"crash", "crash-regress", "two-replicas", "two-replicas-regress"}
+    namespaces = sorted({ns for ns, _ in PROFILES} - others)
     namespaces += ["no-baseline", "no-route", "no-node", "ended"]
     process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *namespaces)
     try:

@@ -32,7 +32,17 @@ def test_an_invalid_object_is_a_permanent_refusal_with_the_servers_message(kube:
     assert "63 characters" in str(refused.value)
     assert '"kind"' not in str(refused.value), "the Status' message, not its raw JSON"
     said = refused.value.doing("creating the candidate Service")
-    assert str(said).startswith("creating the candidate Service: HTTP 422: ")
+    name = "a" * 64
+    assert str(said).startswith(f"creating the candidate Service: patch Service default/{name}: ")
+    assert ": HTTP 422: " in str(said), "the object, the verb, then the server's message"
+
+
+def test_a_refused_route_patch_names_the_route_and_the_verb(kube: Kube) -> None:
+    route = {"metadata": {"name": "absent", "namespace": "default", "resourceVersion": "1"}}
+    with pytest.raises(KubeError) as refused:
+        kube.set_route_backends(route, 0, [{"name": "svc", "port": 80, "weight": 0}])
+    assert refused.value.status == 404
+    assert str(refused.value).startswith("patch HTTPRoute default/absent: HTTP 404: ")
 
 
 def test_a_conflict_and_no_answer_are_temporary() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -501,3 +501,23 @@ def test_a_permanent_refusal_ends_the_trial_instead_of_retrying() -> None:
     result = decide(driver.spec, driver.status, refused)
     assert result.status.phase == "RollingBack"
     assert "retrying cannot help" in (result.status.message or "")
+
+
+def test_a_promotion_whose_status_write_was_lost_is_finished_not_rolled_back() -> None:
+    # Found by the fault suite: the promoting tick handed the candidate over and scaled the
+    # baseline to zero, then its status write failed; the retry, still in BakingIn, found no
+    # baseline pods to measure, paused, and an abort would have routed traffic to zero pods.
+    driver = Driver(make_spec(promotion={"bakeTime": "10m"}))
+    driver.run_until("BakingIn")
+    lost = Observation(
+        now=driver.now + timedelta(minutes=1),
+        generation=1,
+        measurement=Measurement("Inconclusive", "p99-latency: no data for the baseline"),
+        candidate_handed_over=True,
+    )
+    result = decide(driver.spec, driver.status, lost)
+    assert result.status.phase == "Promoted"
+    assert result.actions == (HandOverCandidate(), ScaleBaselineToZero())
+    assert result.status.counts == driver.status.counts, "the measurement is not judged"
+    unbaked = decide(driver.spec, driver.status, replace(lost, candidate_handed_over=False))
+    assert unbaked.status.phase == "BakingIn", "without the handover, the bake goes on"

@@ -192,6 +192,9 @@ class Observation:
     refused: str | None = None
     """A request the API server refused for good (400, 403, 404, 422), with what was being
     done: the trial ends instead of retrying forever."""
+    candidate_handed_over: bool = False
+    """While baking: the candidate already belongs to nobody, so a tick that promoted applied
+    its actions but its status write was lost."""
 
 
 @dataclass(frozen=True)
@@ -430,12 +433,15 @@ class _Tick:
         )
 
     def _baking(self) -> None:
-        if not self._judge_measurement():
+        # A promotion whose status write was lost: finish it, never judge (the baseline may
+        # already be at zero, with nothing to measure) nor roll back a handed-over candidate.
+        handed_over = self.obs.candidate_handed_over
+        if not handed_over and not self._judge_measurement():
             return
         self._keep_weight()
         started = self.status.step_started_at or self.obs.now
         baked = self.obs.now >= started + _seconds(self.spec.promotion.bake_time)
-        if baked and (self._bake_needs_no_analysis() or self._latest_passed()):
+        if handed_over or (baked and (self._bake_needs_no_analysis() or self._latest_passed())):
             # Handed over first: from then on nothing the trial leaves behind can remove it.
             self.actions += [HandOverCandidate(), ScaleBaselineToZero()]
             promotion = self.status.promotion or PromotionStatus(

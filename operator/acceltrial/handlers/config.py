@@ -16,6 +16,8 @@ class OperatorConfig(BaseModel):
     log_level: LogLevel = "info"
     metrics_port: int = Field(default=8080, ge=0, le=65535)
     tick_seconds: float = Field(default=10.0, gt=0, le=3600)
+    api_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    peering_lifetime_seconds: int = Field(default=15, ge=2, le=600)
 
 
 class ConfigError(Exception):
@@ -29,6 +31,8 @@ def config_from_env(environ: dict[str, str] | None = None) -> OperatorConfig:
         "log_level": env.get("ACCELTRIAL_LOG_LEVEL", "info").lower(),
         "metrics_port": env.get("ACCELTRIAL_METRICS_PORT", "8080"),
         "tick_seconds": env.get("ACCELTRIAL_TICK_SECONDS", "10"),
+        "api_timeout_seconds": env.get("ACCELTRIAL_API_TIMEOUT_SECONDS", "30"),
+        "peering_lifetime_seconds": env.get("ACCELTRIAL_PEERING_LIFETIME_SECONDS", "15"),
     }
     try:
         return OperatorConfig.model_validate(raw)

@@ -32,6 +32,7 @@ from acceltrial.engine.lifecycle import (
 )
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
+from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodegroup import CapacityError
@@ -43,65 +44,82 @@ TICK_SECONDS = config_from_env().tick_seconds
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=TICK_SECONDS / 2)
-def tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+def tick(body: kopf.Body, memo: kopf.Memo, retry: int = 0, **_: Any) -> None:
     with RECONCILE_SECONDS.time():
-        _tick(body, patch, memo)
+        _tick(body, memo, backoff_seconds(retry, TICK_SECONDS))
 
 
-def _tick(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
+def _tick(body: kopf.Body, memo: kopf.Memo, delay: float) -> None:
     recorded = body.get("status") or {}
+    kube = cast(Kube, memo.kube)
     if recorded.get("phase") in TERMINAL_PHASES:
         # Checked before the spec is validated: an ended trial costs no CPU per tick.
-        _observe_edit(body, patch, recorded.get("observedGeneration"))
+        _observe_edit(body, kube, recorded.get("observedGeneration"), delay)
         return
     loaded = _load(body)
     if loaded is None:
         return  # invalid: the admission handler reports it, and nothing is touched
     spec, status, trial = loaded
-    world = TrialWorld(cast(Kube, memo.kube), spec, trial)
+    world = TrialWorld(kube, spec, trial)
     action = _user_action(body)
     now = datetime.now(UTC)
     generation = int(body.meta.get("generation") or 0)
     try:
         observation = world.observe(status, now, generation, action)
-        result = _act(world, patch, decide(spec, status, observation))
+        result = _act(world, decide(spec, status, observation), delay)
         result = _settle_capacity(world, status, result, now)
     except KubeError as error:
         if not error.permanent or status.phase == "RollingBack":
-            raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+            raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
         LOG.warning("trial %s: %s", trial.name, error)
         observation = Observation(now=now, generation=generation, refused=str(error))
-        result = _act(world, patch, decide(spec, status, observation))
+        result = _act(world, decide(spec, status, observation), delay)
         result = _settle_capacity(world, status, result, now)
     except RoutingProblem as error:
-        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
     _log_decisions(trial, status, result.status, observation)
     if observation.measurement is not None or result.status.phase != status.phase:
         _report(world, result.status, observation, now)
-    patch.status.update(status_patch(body.get("status") or {}, _dump(result.status)))
+    cleared = any(isinstance(step, ClearUserAction) for step in result.actions)
+    _write(kube, trial, status_patch(recorded, _dump(result.status)), cleared, delay)
     _export(trial, result.status, observation)
     for event in result.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
 
 
-def _observe_edit(body: kopf.Body, patch: kopf.Patch, observed: object) -> None:
+def _observe_edit(body: kopf.Body, kube: Kube, observed: object, delay: float) -> None:
     """An ended trial acts on no edit, but records that it saw it: kstatus and Argo CD read a
     status.observedGeneration behind metadata.generation as a trial still in progress."""
     generation = body.meta.get("generation")
     if generation is not None and observed != generation:
-        patch.status["observedGeneration"] = generation
+        trial = TrialRef(str(body.meta["name"]), str(body.meta["namespace"]), "")
+        _write(kube, trial, {"observedGeneration": generation}, False, delay)
 
 
-def _act(world: TrialWorld, patch: kopf.Patch, result: TickResult) -> TickResult:
+def _write(
+    kube: Kube, trial: TrialRef, status: dict[str, Any], clear_action: bool, delay: float
+) -> None:
+    """Write the tick's status, then clear a handled user action, through the gateway. Not
+    through kopf's patch: kopf (1.45) does not retry a timer's failed patch, and the timer then
+    never runs again for that trial; a failure here is retried like any temporary error, and
+    the actions already applied are idempotent."""
+    try:
+        if status:
+            kube.patch_trial_status(trial.namespace, trial.name, status)
+        if clear_action:
+            kube.annotate_trial(trial.namespace, trial.name, {ACTION_ANNOTATION: None})
+    except KubeError as error:
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
+
+
+def _act(world: TrialWorld, result: TickResult, delay: float) -> TickResult:
     """Apply the engine's actions in order (an error leaves the status unwritten)."""
     try:
         for step in result.actions:
-            if isinstance(step, ClearUserAction):
-                patch.metadata.annotations[ACTION_ANNOTATION] = None
-            else:
+            if not isinstance(step, ClearUserAction):  # cleared once the status is written
                 world.execute(step, result.status)
     except RoutingProblem as error:
-        raise kopf.TemporaryError(f"will retry: {error}", delay=TICK_SECONDS) from error
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
     return result
 
 

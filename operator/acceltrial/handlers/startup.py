@@ -10,6 +10,7 @@ from kubernetes import client, config
 
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import serve_metrics
+from acceltrial.handlers.peering import configure_peering
 from acceltrial.kube.gateway import Kube
 
 ANNOTATION_PREFIX = "acceltrial.dev"
@@ -32,7 +33,8 @@ def on_startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: Any, **
     config = config_from_env()
     logging.getLogger().setLevel(config.log_level.upper())
     configure(settings)
-    memo.kube = Kube(kubernetes_client())
+    configure_peering(settings, config.peering_lifetime_seconds)
+    memo.kube = Kube(kubernetes_client(), timeout_seconds=config.api_timeout_seconds)
     port = serve_metrics(config.metrics_port)
     logger.info("acceltrial metrics on port %d", port)
 

@@ -115,6 +115,7 @@ class TrialWorld:
             measurement=measurement,
             action=action,
             compile_job=self._compile_job() if phase == "Preflight" and not problems else None,
+            candidate_handed_over=phase == "BakingIn" and self.candidate_handed_over(),
         )
 
     def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:

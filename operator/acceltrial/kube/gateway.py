@@ -52,11 +52,21 @@ class KubeError(Exception):
         return KubeError(self.status, f"{what}: {self}")
 
 
+REQUEST_TIMEOUT_SECONDS = 30.0
+"""How long one request may take before it counts as no answer (a temporary error): without a
+timeout, a request to an API server that stopped answering would hold the trial forever."""
+
+
 @dataclass
 class Kube:
     """Access to the API, returning JSON-shaped dicts."""
 
     api: client.ApiClient
+    timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+
+    def __post_init__(self) -> None:
+        # Read back by _call from the client a method is bound to.
+        setattr(self.api, "acceltrial_timeout_seconds", self.timeout_seconds)  # noqa: B010
 
     @property
     def _apps(self) -> client.AppsV1Api:
@@ -188,8 +198,17 @@ class Kube:
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
         )  # fmt: skip
 
-    def annotate_trial(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
-        """Merge ``annotations`` into a trial's metadata (how people ask for an action)."""
+    def patch_trial_status(self, namespace: str, name: str, status: Manifest) -> None:
+        """Merge ``status`` into a trial's status subresource (None removes a key)."""
+        _call(
+            self._custom.patch_namespaced_custom_object_status,
+            TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name, {"status": status},
+            _content_type="application/merge-patch+json",
+        )  # fmt: skip
+
+    def annotate_trial(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
+        """Merge ``annotations`` into a trial's metadata (how people ask for an action; None
+        removes one)."""
         _call(
             self._custom.patch_namespaced_custom_object,
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
@@ -349,13 +368,47 @@ def _read(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest | N
         raise
 
 
+_VERBS = {"read": "get", "patch": "patch", "delete": "delete", "list": "list", "create": "create",
+          "replace": "update", "get": "get"}  # fmt: skip
+_KINDS = {"deployment": "Deployment", "service": "Service", "config_map": "ConfigMap",
+          "secret": "Secret", "pod": "Pod", "node": "Node",
+          "horizontal_pod_autoscaler": "HorizontalPodAutoscaler",
+          "httproutes": "HTTPRoute", "acceleratortrials": "AcceleratorTrial"}  # fmt: skip
+
+
+def request_target(method: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """The verb and the object of a client call, e.g. ``patch Service serving/llama3``, read
+    from the official client's method name and its positional arguments."""
+    words = getattr(method, "__name__", "call").split("_")
+    verb = _VERBS.get(words[0], words[0])
+    rest = "_".join(words[1:]).removeprefix("namespaced_").removesuffix("_for_all_namespaces")
+    rest = rest.removesuffix("_scale").removesuffix("_status")
+    if rest == "custom_object":  # (group, version, namespace, plural, name, ...)
+        kind = _KINDS.get(str(args[3]) if len(args) > 3 else "", "object")
+        names = [str(a) for a in args[2:3]] + [str(a) for a in args[4:5] if isinstance(a, str)]
+    else:  # (name, namespace, ...) for one object; (namespace,) for a list
+        kind = _KINDS.get(rest, rest)
+        strings = [a for a in args[:2] if isinstance(a, str)]
+        names = strings[::-1] if verb != "list" else strings
+    return " ".join((verb, kind, "/".join(names))).strip()
+
+
+def _timeout_of(method: Callable[..., Any]) -> float:
+    api = getattr(getattr(method, "__self__", None), "api_client", None)
+    return float(getattr(api, "acceltrial_timeout_seconds", REQUEST_TIMEOUT_SECONDS))
+
+
 def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest:
-    """Run a client call and return the answer's JSON as it came."""
+    """Run a client call and return the answer's JSON as it came; a failure says the verb and
+    the object (``patch HTTPRoute serving/llama3: HTTP 422: ...``)."""
+    kwargs.setdefault("_request_timeout", _timeout_of(method))
     try:
         reply = method(*args, _preload_content=False, **kwargs)
     except ApiException as error:
-        raise KubeError(int(error.status or 0), _refusal(error)) from None
+        refusal = f"{request_target(method, args)}: {_refusal(error)}"
+        raise KubeError(int(error.status or 0), refusal) from None
     except (OSError, urllib3.exceptions.HTTPError) as error:
-        raise KubeError(0, f"the API server cannot be reached: {error}") from None
+        target = request_target(method, args)
+        raise KubeError(0, f"{target}: the API server cannot be reached: {error}") from None
     body = json.loads(reply.data or b"{}")
     return body if isinstance(body, dict) else {}

@@ -7,7 +7,8 @@ the engine can judge a failed query as inconclusive instead of crashing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -25,7 +26,12 @@ class Series:
 
 
 class MetricsError(Exception):
-    """A query could not be answered; the message says why, for a person."""
+    """A query could not be answered; the message says why, for a person.
+
+    ``temporary`` tells a failure that asking again may cure (no connection, a timeout, 429,
+    5xx, a truncated answer) from a refusal it cannot (a rejected query, no permission)."""
+
+    temporary = True
 
 
 class MetricsSource(Protocol):
@@ -42,6 +48,23 @@ class MetricsSource(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Retry:
+    """How a query that failed for a temporary reason is asked again within one measurement:
+    ``attempts`` in all, waiting ``first_delay`` seconds, doubled each time. What still fails
+    becomes an errored reading, which counts toward ``consecutiveErrorLimit``."""
+
+    attempts: int = 3
+    first_delay: float = 0.25
+    sleep: Callable[[float], None] = time.sleep
+
+    def delays(self) -> list[float]:
+        return [self.first_delay * 2**n for n in range(max(0, self.attempts - 1))]
+
+
+NO_RETRY = Retry(attempts=1)
+
+
 @dataclass
 class Collection:
     """The readings of one measurement, and how many queries it took."""
@@ -51,24 +74,41 @@ class Collection:
 
 
 def collect(
-    planned: Sequence[PlannedQuery], source: MetricsSource, window: MeasurementWindow
+    planned: Sequence[PlannedQuery],
+    source: MetricsSource,
+    window: MeasurementWindow,
+    retry: Retry | None = None,
 ) -> Collection:
-    """Run every planned query once and keep its reading."""
+    """Run every planned query and keep its reading; a temporary failure is asked again."""
     collection = Collection()
     for query in planned:
-        collection.queries += 1
-        start, end = window.for_variant(query.variant)
+        reading, asked = _ask(query, source, window, retry or Retry())
+        collection.queries += asked
+        collection.readings[(query.criterion, query.variant)] = reading
+    return collection
+
+
+def _ask(
+    query: PlannedQuery, source: MetricsSource, window: MeasurementWindow, retry: Retry
+) -> tuple[Reading, int]:
+    """One query's reading and how many times it was asked."""
+    start, end = window.for_variant(query.variant)
+    delays = retry.delays()
+    for asked in range(1, len(delays) + 2):
         try:
             if query.mode == "range":
                 series = source.range(query.promql, start, end, window.resolution_seconds)
             else:
                 series = source.instant(query.promql, end)
         except MetricsError as error:
-            reading = Reading(error=str(error))
+            if not error.temporary or asked > len(delays):
+                kind = "temporary" if error.temporary else "permanent"
+                tries = f" (asked {asked} times)" if asked > 1 else ""
+                return Reading(error=f"{error} [{kind}]{tries}"), asked
+            retry.sleep(delays[asked - 1])
         else:
-            reading = to_reading(series, query)
-        collection.readings[(query.criterion, query.variant)] = reading
-    return collection
+            return to_reading(series, query), asked
+    raise AssertionError("unreachable: the last attempt returns")
 
 
 def to_reading(series: Sequence[Series], query: PlannedQuery) -> Reading:

@@ -3,8 +3,8 @@
 Authentication: a bearer token, basic auth, or AWS SigV4 (Amazon Managed Service for
 Prometheus, signed with botocore's signer). TLS: a custom CA bundle, or verification off. Every
 failure is a :class:`MetricsError` subclass whose message says what happened:
-unreachable, rejected query (Prometheus' own error text), server error, timeout, or an answer of
-an unexpected shape.
+unreachable, rejected query (Prometheus' own error text), throttled (429), server error,
+timeout, or an answer of an unexpected shape. Only a rejected query is permanent.
 """
 
 from __future__ import annotations
@@ -34,7 +34,14 @@ class PrometheusUnreachable(MetricsError):
 
 
 class QueryRejected(MetricsError):
-    """Prometheus refused the query (HTTP 4xx), e.g. a syntax error."""
+    """Prometheus refused the query (HTTP 4xx but 429), e.g. a syntax error or no permission:
+    asking again cannot help."""
+
+    temporary = False
+
+
+class PrometheusBusy(MetricsError):
+    """Prometheus (or a proxy in front of it) asked to slow down (HTTP 429)."""
 
 
 class PrometheusServerError(MetricsError):
@@ -157,6 +164,8 @@ def _http_error(error: urllib.error.HTTPError) -> MetricsError:
     except (ValueError, AttributeError, OSError):
         detail = error.reason if isinstance(error.reason, str) else ""
     text = f"HTTP {error.code}" + (f": {detail}" if detail else "")
+    if error.code == 429:
+        return PrometheusBusy(text)
     return QueryRejected(text) if 400 <= error.code < 500 else PrometheusServerError(text)
 
 

@@ -175,6 +175,7 @@ def test_a_karpenter_nodepool_with_zero_nodes_provisions_the_candidate_which_pro
     status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
     assert status["phase"] == "Promoted", status.get("message")
     assert status["capacity"]["source"] == "NodePool neuron"
+    assert (status["capacity"]["addedNodes"], status["capacity"]["keptNodes"]) == (1, 1)
     launched = {n["metadata"]["name"] for n in nodes(api, "karpenter.sh/nodepool", "neuron")}
     assert launched, "Karpenter launched a node"
     assert candidate_nodes(api, "karpenter") <= launched

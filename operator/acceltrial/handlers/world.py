@@ -73,6 +73,7 @@ from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.engine.targets import baseline_pods, variant_target
 from acceltrial.handlers.capacity import capacity_need, capacity_provider
 from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.providers.capacity.karpenter import NODEPOOL_LABEL
 from acceltrial.providers.capacity.port import CapacityProvider
 from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
 from acceltrial.providers.metrics.port import collect
@@ -231,6 +232,16 @@ class TrialWorld:
     def capacity(self) -> CapacityProvider:
         """The capacity provider spec.capacity names (handlers/capacity.py)."""
         return capacity_provider(self.spec, self.kube, self._nodes)
+
+    def launched_nodes(self) -> int:
+        """Nodes of a Karpenter NodePool that run the candidate's pods."""
+        pods = self.kube.pods(self.trial.namespace, candidate_labels(self.trial))
+        hosts = {p.get("spec", {}).get("nodeName") for p in pods}
+        return sum(
+            1
+            for node in self._nodes
+            if node["metadata"]["name"] in hosts and NODEPOOL_LABEL in _labels(node)
+        )
 
     def _capacity_problems(self) -> list[str]:
         self.capacity_finding = self.capacity.check(capacity_need(self.spec))

@@ -55,6 +55,9 @@ class CapacityFinding:
     """Why the trial cannot start; empty when it can."""
     plan: ScalePlan | None = None
     """A node group to grow for the trial (eks-nodegroup with scale: true)."""
+    waits: tuple[str, ...] = ()
+    """What may pass by itself (EKS throttled or unreachable): the trial waits for it, within
+    progressDeadline."""
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,9 @@ class TrialWorld:
         if self.kube.service(namespace, self.baseline_service_name) is None:
             problems.append(f"baseline Service {namespace}/{self.baseline_service_name} not found")
         problems += self.router.problems()
-        problems += self._capacity_problems()
+        capacity = self._check_capacity()
+        problems += capacity.problems
+        waits += capacity.waits
         problems += self._competing_trials()
         if not problems and not waits:
             # Before any traffic moves: the criteria must be measurable on the baseline.
@@ -243,9 +245,9 @@ class TrialWorld:
             if node["metadata"]["name"] in hosts and NODEPOOL_LABEL in _labels(node)
         )
 
-    def _capacity_problems(self) -> list[str]:
+    def _check_capacity(self) -> CapacityFinding:
         self.capacity_finding = self.capacity.check(capacity_need(self.spec))
-        return list(self.capacity_finding.problems)
+        return self.capacity_finding
 
     def _competing_trials(self) -> list[str]:
         others = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -158,6 +159,15 @@ def candidate_nodes(api: Api, namespace: str) -> set[str]:
     }
 
 
+def size_becomes(cluster: Sandbox, size: int, timeout: float = 60) -> None:
+    """Wait for the node group's desiredSize, polling moto (in this process, beside the sandbox)
+    a few times a second rather than flat out."""
+    deadline = time.monotonic() + timeout
+    while desired_size(cluster) != size:
+        assert time.monotonic() < deadline, f"desiredSize never became {size}"
+        time.sleep(0.25)
+
+
 def desired_size(cluster: Sandbox) -> int:
     assert cluster.eks is not None
     reply = cluster.eks.client().describe_nodegroup(
@@ -175,6 +185,7 @@ def test_a_karpenter_nodepool_with_zero_nodes_provisions_the_candidate_which_pro
     status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
     assert status["phase"] == "Promoted", status.get("message")
     assert status["capacity"]["source"] == "NodePool neuron"
+    assert (status["capacity"]["addedNodes"], status["capacity"]["keptNodes"]) == (1, 1)
     launched = {n["metadata"]["name"] for n in nodes(api, "karpenter.sh/nodepool", "neuron")}
     assert launched, "Karpenter launched a node"
     assert candidate_nodes(api, "karpenter") <= launched
@@ -208,7 +219,7 @@ def test_a_managed_node_group_at_zero_is_raised_then_restored_exactly_after_a_ro
     }  # fmt: skip
     path = start(api, "nodegroup", prometheus_url, capacity,
                  {"eks.amazonaws.com/nodegroup": "neuron-managed"})  # fmt: skip
-    eventually(lambda: desired_size(cluster) == 1, timeout=60)
+    size_becomes(cluster, 1)
     eventually(lambda: candidate_nodes(api, "nodegroup") & {
         n["metadata"]["name"] for n in nodes(api, "eks.amazonaws.com/nodegroup", "neuron-managed")
     }, timeout=60)  # fmt: skip
@@ -234,7 +245,7 @@ def test_deleting_a_running_trial_gives_the_node_group_size_back(
     }  # fmt: skip
     path = start(api, "nodegroup-delete", prometheus_url, capacity,
                  {"eks.amazonaws.com/nodegroup": "neuron-managed"})  # fmt: skip
-    eventually(lambda: desired_size(cluster) == 1, timeout=60)
+    size_becomes(cluster, 1)
     assert api.delete(path).status == 200
     eventually(lambda: api.get(path).status == 404, timeout=60)
     assert desired_size(cluster) == 0, "desiredSize restored before the finalizer went"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from botocore.config import Config
+from botocore.session import Session
 
 from acceltrial.api.capacity import EksNodegroupCapacity
 from acceltrial.engine.capacity import CapacityNeed, ScalePlan
@@ -79,3 +81,19 @@ def test_what_cannot_work_is_refused_with_the_fix(
 def test_a_refused_resize_is_an_error_naming_the_call(eks: SandboxEks) -> None:
     with pytest.raises(CapacityError, match=r"eks.update_nodegroup_config on node group "):
         provider("missing").set_desired_size(1)
+
+
+def test_an_unreachable_eks_is_waited_for_not_a_failure() -> None:
+    spec = EksNodegroupCapacity(clusterName="inference", nodegroupName="neuron")
+
+    def unreachable(region: str | None) -> object:
+        return Session().create_client(
+            "eks", region_name="us-east-1", endpoint_url="http://127.0.0.1:9",
+            aws_access_key_id="testing", aws_secret_access_key="testing",
+            config=Config(retries={"max_attempts": 1}, connect_timeout=1),
+        )  # fmt: skip
+
+    finding = EksNodegroupProvider(spec, [], 2, client_for=unreachable).check(NEED)
+    assert finding.problems == ()
+    (wait,) = finding.waits
+    assert wait.startswith("eks.describe_nodegroup: Could not connect to the endpoint URL")

@@ -40,7 +40,7 @@ def test_an_invalid_object_is_a_permanent_refusal_with_the_servers_message(kube:
 def test_a_refused_route_patch_names_the_route_and_the_verb(kube: Kube) -> None:
     route = {"metadata": {"name": "absent", "namespace": "default", "resourceVersion": "1"}}
     with pytest.raises(KubeError) as refused:
-        kube.set_route_backends(route, 0, [{"name": "svc", "port": 80, "weight": 0}])
+        kube.set_route_rules(route, {0: [{"name": "svc", "port": 80, "weight": 0}]})
     assert refused.value.status == 404
     assert str(refused.value).startswith("patch HTTPRoute default/absent: HTTP 404: ")
 

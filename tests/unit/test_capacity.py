@@ -20,6 +20,7 @@ from acceltrial.engine.capacity import (
     ScaleNodeGroup,
     ScalePlan,
     capacity_tick,
+    counts_launched,
     release_on_delete,
 )
 from acceltrial.handlers.capacity import instance_shape
@@ -191,3 +192,21 @@ def test_the_report_says_what_was_added_and_when_it_was_given_back() -> None:
     )
     assert capacity_line(report) == line
     assert f"## Capacity\n\n{line}\n" in markdown(report)
+
+
+def test_karpenter_nodes_are_counted_once_and_kept_after_promotion() -> None:
+    karpenter = CapacityFinding("karpenter", "NodePool neuron")
+    started, _ = capacity_tick(status("Preflight"), status("Progressing"), karpenter, NOW)
+    assert counts_launched(started)
+    counted, sizes = capacity_tick(started, started, None, LATER, launched=1)
+    assert sizes == ()
+    assert counted.capacity is not None
+    assert (counted.capacity.added_nodes, counted.capacity.added_at) == (1, LATER)
+    assert (
+        counted.capacity.message
+        == "Karpenter launched 1 node(s) from NodePool neuron for the candidate"
+    )
+    assert not counts_launched(counted)
+    promoted, _ = capacity_tick(counted, status("Promoted", capacity=counted.capacity), None, LATER)
+    assert promoted.capacity is not None
+    assert promoted.capacity.kept_nodes == 1

@@ -46,6 +46,7 @@ from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
 from acceltrial.sandbox.fleet.model import ServingProfile
+from acceltrial.sandbox.fleet.newnodes import NewNodeExporters
 from acceltrial.sandbox.fleet.serving import metrics_endpoint, serve_exporters
 from acceltrial.sandbox.fleet.traffic import Entry
 from acceltrial.sandbox.prometheus import PrometheusNotFound, PrometheusServer, find_prometheus
@@ -219,13 +220,16 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
         fleet = Fleet(sandbox.url, _fleet_spec(run, options.speed)).start()
         stack.callback(fleet.stop)
         metrics_url = stack.enter_context(metrics_endpoint(fleet))
+        jobs = serve_exporters(fleet.node_exporters(), stack)
         prometheus = PrometheusServer(
             prometheus_binary,
             run.folder / "prometheus",
             [metrics_url.removeprefix("http://")],
-            serve_exporters(fleet.node_exporters(), stack),
+            jobs,
         ).start()
         stack.callback(prometheus.stop)
+        if sandbox.topology.node_pools or sandbox.eks is not None:  # nodes can come later
+            stack.callback(NewNodeExporters(fleet, prometheus, stack, jobs).start().stop)
         assert prometheus.process is not None
         run.pids["prometheus"] = prometheus.process.pid
         run.say(

@@ -55,6 +55,9 @@ class CapacityFinding:
     """Why the trial cannot start; empty when it can."""
     plan: ScalePlan | None = None
     """A node group to grow for the trial (eks-nodegroup with scale: true)."""
+    waits: tuple[str, ...] = ()
+    """What may pass by itself (EKS throttled or unreachable): the trial waits for it, within
+    progressDeadline."""
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,11 @@ def capacity_tick(
     after: TrialStatus,
     finding: CapacityFinding | None,
     now: datetime,
+    launched: int | None = None,
 ) -> tuple[TrialStatus, tuple[ScaleNodeGroup, ...]]:
     """The status with ``capacity`` brought up to date, and the node group size to set, for a
-    tick that moved the trial from ``before`` to ``after``."""
+    tick that moved the trial from ``before`` to ``after``. ``launched``: the NodePool's nodes
+    that run candidate pods (Karpenter), counted once the trial asks for them."""
     recorded = before.capacity
     if recorded is None:
         started = before.phase == "Preflight" and after.phase == "Progressing"
@@ -84,8 +89,24 @@ def capacity_tick(
             return after, ()
         # Recorded now, acted on from the next tick (see the module docstring).
         return after.model_copy(update={"capacity": _record(finding)}), ()
+    if launched and recorded.provider == "karpenter" and recorded.added_at is None:
+        message = f"Karpenter launched {launched} node(s) from {recorded.source} for the candidate"
+        recorded = _with(recorded, added_nodes=launched, added_at=now, message=message)
     capacity, actions = _follow(recorded, after, now)
     return after.model_copy(update={"capacity": capacity}), actions
+
+
+def counts_launched(status: TrialStatus) -> bool:
+    """Whether this tick should count the nodes Karpenter launched for the candidate (once, while
+    the candidate runs)."""
+    capacity = status.capacity
+    return (
+        capacity is not None
+        and capacity.provider == "karpenter"
+        and capacity.added_at is None
+        and capacity.released_at is None
+        and status.phase in _RUNNING
+    )
 
 
 def release_on_delete(status: TrialStatus, handed_over: bool) -> tuple[ScaleNodeGroup, ...]:
@@ -147,7 +168,7 @@ def _release(
 def _keep(capacity: CapacityStatus) -> CapacityStatus:
     if capacity.original_desired_size is None:
         message = f"the promoted candidate keeps its nodes from {capacity.source}"
-        return _with(capacity, kept_nodes=0, message=message)
+        return _with(capacity, kept_nodes=capacity.added_nodes, message=message)
     message = f"{capacity.added_nodes} added node(s) kept for the promoted candidate"
     return _with(capacity, kept_nodes=capacity.added_nodes, message=message)
 

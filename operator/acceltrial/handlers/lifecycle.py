@@ -22,7 +22,12 @@ from acceltrial.api.status import PHASES, TERMINAL_PHASES, TrialStatus
 from acceltrial.api.trial import GROUP, PLURAL, VERSION
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.engine.capacity import ScaleNodeGroup, capacity_tick, release_on_delete
+from acceltrial.engine.capacity import (
+    ScaleNodeGroup,
+    capacity_tick,
+    counts_launched,
+    release_on_delete,
+)
 from acceltrial.engine.lifecycle import (
     ClearUserAction,
     Observation,
@@ -128,7 +133,8 @@ def _settle_capacity(
 ) -> TickResult:
     """Add or give back node group capacity as the tick moved the trial (engine/capacity.py),
     after the engine's actions: a rollback removes the candidate before its nodes go."""
-    status, sizes = capacity_tick(before, result.status, world.capacity_finding, now)
+    launched = world.launched_nodes() if counts_launched(before) else None
+    status, sizes = capacity_tick(before, result.status, world.capacity_finding, now, launched)
     for size in sizes:
         _set_size(world, size)
     return replace(result, status=status)

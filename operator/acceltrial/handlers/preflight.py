@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from acceltrial.engine.capacity import CapacityFinding
 from acceltrial.engine.preflight import (
     baseline_missing,
     baseline_waits,
@@ -19,7 +20,7 @@ from acceltrial.providers.routing.port import Router
 
 
 def preflight(
-    snapshot: TickSnapshot, router: Router, capacity_problems: Callable[[], list[str]]
+    snapshot: TickSnapshot, router: Router, check_capacity: Callable[[], CapacityFinding]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What prevents the trial from starting, and what it waits for (a baseline still rolling
     out, as when GitOps applies it together with the trial)."""
@@ -31,7 +32,9 @@ def preflight(
     service_found = snapshot.baseline_service is not None
     problems = service_problems(namespace, snapshot.baseline_service_name, service_found)
     problems += router.problems()
-    problems += capacity_problems()
+    capacity = check_capacity()
+    problems += list(capacity.problems)
+    waits += tuple(capacity.waits)
     problems += competing_trials(snapshot.trials, snapshot.trial.uid, snapshot.baseline_name)
     if not problems and not waits:
         # Before any traffic moves: the criteria must be measurable on the baseline.

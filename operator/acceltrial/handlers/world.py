@@ -17,7 +17,7 @@ from functools import cached_property
 from acceltrial.api.actions import UserAction
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import HpaOriginal, OriginalRouting, TrialStatus
-from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.candidate import TrialRef, candidate_labels
 from acceltrial.engine.capacity import CapacityFinding
 from acceltrial.engine.compile_gate import CompileJobState
 from acceltrial.engine.lifecycle import (
@@ -37,6 +37,7 @@ from acceltrial.handlers.neuron import neuron_preflight, observe_compile
 from acceltrial.handlers.report_writer import write_report
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Kube
+from acceltrial.providers.capacity.karpenter import NODEPOOL_LABEL
 from acceltrial.providers.capacity.port import CapacityProvider
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.registry import RouterContext, router_for
@@ -169,9 +170,7 @@ class TrialWorld:
 
     def preflight(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """What prevents the trial from starting, and what it waits for; nothing is changed."""
-        problems, waits = preflighting.preflight(
-            self.snapshot, self.router, self._capacity_problems
-        )
+        problems, waits = preflighting.preflight(self.snapshot, self.router, self._check_capacity)
         if self.snapshot.baseline is None:
             return problems, waits
         neuron_problems, neuron_waits = neuron_preflight(self.snapshot.nodes, self.spec)
@@ -182,9 +181,20 @@ class TrialWorld:
         """The capacity provider spec.capacity names (handlers/capacity.py)."""
         return capacity_provider(self.spec, self.kube, self.snapshot.nodes)
 
-    def _capacity_problems(self) -> list[str]:
+    def launched_nodes(self) -> int:
+        """Nodes of a Karpenter NodePool that run the candidate's pods."""
+        pods = self.kube.pods(self.trial.namespace, candidate_labels(self.trial))
+        hosts = {p.get("spec", {}).get("nodeName") for p in pods}
+        return sum(
+            1
+            for node in self.snapshot.nodes
+            if node["metadata"]["name"] in hosts
+            and NODEPOOL_LABEL in (node["metadata"].get("labels") or {})
+        )
+
+    def _check_capacity(self) -> CapacityFinding:
         self.capacity_finding = self.capacity.check(capacity_need(self.spec))
-        return list(self.capacity_finding.problems)
+        return self.capacity_finding
 
     def measure(self, status: TrialStatus, now: datetime) -> Measurement:
         measured = measuring.measure(self.snapshot, status, now)

@@ -65,17 +65,28 @@ class PrometheusServer:
         self.folder = folder
         self.port = 0
         self.process: subprocess.Popen[str] | None = None
+        self.targets = targets
         folder.mkdir(parents=True, exist_ok=True)
+        self._write_config(jobs)
+
+    def _write_config(self, jobs: Sequence[Mapping[str, Any]]) -> None:
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "scrape_configs": [
-                {"job_name": "fleet", "static_configs": [{"targets": targets}]},
+                {"job_name": "fleet", "static_configs": [{"targets": self.targets}]},
                 *(dict(job) for job in jobs),
             ],
         }
-        (folder / "prometheus.yml").write_text(
+        (self.folder / "prometheus.yml").write_text(
             yaml.safe_dump(config, sort_keys=False), encoding="utf-8"
         )
+
+    def reload(self, jobs: Sequence[Mapping[str, Any]]) -> None:
+        """Scrape these jobs (besides the fleet) from now on, as the Prometheus Operator
+        reloads Prometheus when a ServiceMonitor's endpoints change."""
+        self._write_config(jobs)
+        request = urllib.request.Request(f"{self.url}/-/reload", method="POST")
+        urllib.request.urlopen(request, timeout=10).close()
 
     @property
     def url(self) -> str:
@@ -88,6 +99,7 @@ class PrometheusServer:
                 f"--config.file={self.folder / 'prometheus.yml'}",
                 f"--storage.tsdb.path={self.folder / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
+                "--web.enable-lifecycle",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

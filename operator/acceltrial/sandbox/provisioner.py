@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from acceltrial.sandbox.topology import (
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 _PASS_SECONDS = 0.2
+_SIZES_SECONDS = 0.5
 NODEPOOL_CRD: Object = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
@@ -111,9 +113,12 @@ class Provisioner:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        last_read = -math.inf
         while True:
             sizes = None
-            if self.node_groups is not None:
+            # Node group sizes are read every _SIZES_SECONDS: each read is an EKS API call.
+            if self.node_groups is not None and loop.time() - last_read >= _SIZES_SECONDS:
+                last_read = loop.time()
                 with contextlib.suppress(Exception):  # moto restarting: try on the next pass
                     sizes = await loop.run_in_executor(None, self.node_groups)
             with contextlib.suppress(ApiError):

@@ -28,6 +28,11 @@ NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 class CapacityError(Exception):
     """EKS refused or could not be reached; the message says which call and why."""
 
+    def __init__(self, message: str, temporary: bool = False) -> None:
+        super().__init__(message)
+        self.temporary = temporary
+        """Throttled, a server error or no answer: retrying may help."""
+
 
 def _client(region: str | None) -> Any:
     return Session().create_client("eks", region_name=region)
@@ -56,6 +61,8 @@ class EksNodegroupProvider:
         try:
             group = self._describe()
         except CapacityError as error:
+            if error.temporary:
+                return CapacityFinding("eks-nodegroup", self.source, waits=(str(error),))
             return self._problem(str(error))
         instance_types = group.get("instanceTypes") or []
         if need.instance_type not in instance_types:
@@ -115,11 +122,26 @@ class EksNodegroupProvider:
                 clusterName=settings.cluster_name, nodegroupName=settings.nodegroup_name
             )
         except (BotoCoreError, ClientError) as error:
-            raise CapacityError(f"eks.describe_nodegroup: {error}") from error
+            raise CapacityError(f"eks.describe_nodegroup: {error}", _temporary(error)) from error
         return dict(reply.get("nodegroup") or {})
 
     def _problem(self, text: str) -> CapacityFinding:
         return CapacityFinding("eks-nodegroup", self.source, problems=(f"{self.source} {text}",))
+
+
+_TEMPORARY_CODES = frozenset(
+    {"ThrottlingException", "TooManyRequestsException", "ServerException",
+     "ServiceUnavailableException", "RequestTimeout", "RequestTimeoutException"}
+)  # fmt: skip
+
+
+def _temporary(error: BotoCoreError | ClientError) -> bool:
+    """Throttling, a 5xx or no answer at all (botocore errors that are not a refusal)."""
+    if isinstance(error, ClientError):
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        return code in _TEMPORARY_CODES or status >= 500
+    return True
 
 
 def _labels(node: Manifest) -> dict[str, str]:

@@ -66,12 +66,11 @@ class PrometheusServer:
         self.port = 0
         self.process: subprocess.Popen[str] | None = None
         folder.mkdir(parents=True, exist_ok=True)
+        # No targets: a Prometheus that only answers from the data it holds (the tests' histories).
+        fleet = [{"job_name": "fleet", "static_configs": [{"targets": targets}]}] if targets else []
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [
-                {"job_name": "fleet", "static_configs": [{"targets": targets}]},
-                *(dict(job) for job in jobs),
-            ],
+            "scrape_configs": [*fleet, *(dict(job) for job in jobs)],
         }
         (folder / "prometheus.yml").write_text(
             yaml.safe_dump(config, sort_keys=False), encoding="utf-8"

@@ -271,6 +271,7 @@ def test_an_erroring_candidate_is_rolled_back_exactly(
     status = run_trial(api, "regress", prometheus_url)
     assert status["phase"] == "RolledBack", status.get("message")
     assert "errors: " in status["decision"]["reason"]
+    assert status["decision"]["reasonCode"] == "CriterionFailed"
     assert status["decision"]["reason"].endswith("at 5%")
     assert backend_refs(api, "regress") == [ROUTE], "routing restored exactly as found"
     assert status["original"]["httpRoute"]["backendRefs"] == [ROUTE]
@@ -284,6 +285,7 @@ def test_a_latency_regression_is_rolled_back(api: Api, prometheus_url: str, oper
     status = run_trial(api, "slow", prometheus_url)
     assert status["phase"] == "RolledBack"
     assert status["decision"]["reason"].startswith("p99-latency: ")
+    assert status["decision"]["reasonCode"] == "CriterionFailed"
     assert "(limit max 1.2)" in status["decision"]["reason"]
     assert backend_refs(api, "slow") == [ROUTE]
     assert not candidate_exists(api, "slow")

@@ -204,6 +204,8 @@ def _expected(scenario: Scenario) -> str:
         parts.append(f"at step {expect.step}")
     if expect.reason:
         parts.append(f"because of {expect.reason!r}")
+    if expect.reason_code:
+        parts.append(f"(reasonCode {expect.reason_code})")
     if expect.served_by:
         parts.append(f"then served by the {expect.served_by}")
     return " ".join(parts)

@@ -70,12 +70,15 @@ class PrometheusServer:
         self._write_config(jobs)
 
     def _write_config(self, jobs: Sequence[Mapping[str, Any]]) -> None:
+        # No targets: a Prometheus that only answers from the data it holds (the tests' histories).
+        fleet = (
+            [{"job_name": "fleet", "static_configs": [{"targets": self.targets}]}]
+            if self.targets
+            else []
+        )
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [
-                {"job_name": "fleet", "static_configs": [{"targets": self.targets}]},
-                *(dict(job) for job in jobs),
-            ],
+            "scrape_configs": [*fleet, *(dict(job) for job in jobs)],
         }
         (self.folder / "prometheus.yml").write_text(
             yaml.safe_dump(config, sort_keys=False), encoding="utf-8"

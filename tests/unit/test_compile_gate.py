@@ -76,6 +76,7 @@ def test_a_failed_job_ends_the_trial_with_its_reason_and_no_candidate() -> None:
     assert "the candidate was never created" in (failed.status.message or "")
     assert failed.status.compile is not None
     assert failed.status.compile.seconds == 40.0
+    assert failed.status.original == ORIGINAL, "the routing as found, recorded before the Job"
 
 
 def test_a_job_running_past_the_timeout_ends_the_trial() -> None:

@@ -76,6 +76,7 @@ def test_a_failed_job_ends_the_trial_with_its_reason_and_no_candidate() -> None:
     assert "the candidate was never created" in (failed.status.message or "")
     assert failed.status.compile is not None
     assert failed.status.compile.seconds == 40.0
+    assert failed.status.original == ORIGINAL, "the routing as found, recorded before the Job"
 
 
 def test_a_job_running_past_the_timeout_ends_the_trial() -> None:
@@ -126,3 +127,14 @@ def test_a_template_without_containers_is_refused_naming_the_field() -> None:
     assert len(problems) == 1
     assert problems[0].startswith("spec.candidate.compile.template: ")
     assert "a pod template needs spec.containers" in problems[0]
+
+
+def test_the_compile_time_is_the_jobs_own_when_the_server_gives_it() -> None:
+    started = tick(preflight(), 0, CompileJobState("llama3-inf2-compile", "Absent")).status
+    job = CompileJobState(
+        "llama3-inf2-compile", "Succeeded",
+        finished_at=T0 + timedelta(seconds=50), started_at=T0 + timedelta(seconds=5),
+    )  # fmt: skip
+    done = tick(started, 60, job)
+    assert done.status.compile is not None
+    assert done.status.compile.seconds == 45.0, "from the Job's startTime, not its creation"

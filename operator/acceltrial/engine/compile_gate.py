@@ -40,6 +40,9 @@ class CompileJobState:
     name: str
     phase: JobPhase
     finished_at: datetime | None = None
+    started_at: datetime | None = None
+    """The Job's status.startTime: with finished_at, both the API server's (second precision),
+    the compile's duration."""
     reason: str | None = None
     """For a failed Job: its condition's reason and message, then the tail of its pod's log."""
 
@@ -150,7 +153,8 @@ def _finished(
     now: datetime,
 ) -> CompileStatus:
     finished = job.finished_at or now
-    seconds = max(0.0, (finished - recorded.started_at).total_seconds())
+    started = job.started_at if job.started_at and job.finished_at else recorded.started_at
+    seconds = max(0.0, (finished - started).total_seconds())
     return recorded.model_copy(
         update={"outcome": outcome, "finished_at": finished, "seconds": seconds}
     )

@@ -319,10 +319,12 @@ class _Tick:
         if self.obs.preflight_waits:
             self._await_preflight()
             return
+        # The routing as found is recorded before a compile Job runs: the trial's record of
+        # what it must leave as it was, whatever the compile's outcome.
+        self._update(original=self.status.original or self.obs.routing)
         if not self._compiled():
             return
-        original = self.status.original or self.obs.routing
-        self._update(original=original, step=0, canary_weight=0, step_started_at=self.obs.now)
+        self._update(step=0, canary_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
         self._enter("Progressing", "deploying the candidate; waiting for it to be Available")
 

@@ -79,15 +79,17 @@ def observe_compile(kube: Kube, spec: TrialSpec, trial: TrialRef) -> CompileJobS
         return CompileJobState(name, "Absent")
     conditions = {c.get("type"): c for c in job.get("status", {}).get("conditions") or []
                   if c.get("status") == "True"}  # fmt: skip
+    started = _time(job, "startTime", {})
     if "Complete" in conditions:
-        return CompileJobState(name, "Succeeded", _time(job, "completionTime", conditions))
+        ended = _time(job, "completionTime", conditions)
+        return CompileJobState(name, "Succeeded", ended, started)
     failed = conditions.get("Failed")
     if failed is None:
         return CompileJobState(name, "Running")
     why = f"{failed.get('reason', 'Failed')}: {failed.get('message', '')}".rstrip(": ")
     tail = _log_tail(kube, trial.namespace, name, settings.log_lines)
     reason = f"{why}; log tail:\n{tail}" if tail else why
-    return CompileJobState(name, "Failed", _time(job, None, conditions), reason)
+    return CompileJobState(name, "Failed", _time(job, None, conditions), started, reason)
 
 
 def _time(job: Manifest, field: str | None, conditions: dict[str, Manifest]) -> datetime | None:

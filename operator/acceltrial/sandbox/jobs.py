@@ -64,6 +64,8 @@ class JobController:
         self._wake = wake
         self._write_status = write_status
         self._running_since: dict[str, float] = {}
+        self._deadline_timers: set[str] = set()
+        """Jobs whose deadline already has a wake-up scheduled (one timer each, not one a pass)."""
 
     def reconcile(self, owned: dict[str, list[Object]]) -> None:
         self._end_pods()
@@ -78,13 +80,12 @@ class JobController:
         now = self.store.clock()
         status = dict(job.get("status") or {})
         status.setdefault("startTime", timestamp(now))
-        spec = job.get("spec") or {}
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
         active = [p for p in pods if _phase(p) not in _FINISHED]
         counts = {"active": len(active), "failed": failed, "succeeded": succeeded}
         status |= {k: v for k, v in counts.items() if v}
-        ending = self._ending(spec, status, now, succeeded, failed)
+        ending = self._ending(job, status, now, succeeded, failed)
         if ending is not None:
             for pod in active:
                 self._delete(pod)
@@ -96,9 +97,10 @@ class JobController:
         self._write_status(self.jobs, job, status)
 
     def _ending(
-        self, spec: Object, status: Object, now: datetime, succeeded: int, failed: int
+        self, job: Object, status: Object, now: datetime, succeeded: int, failed: int
     ) -> tuple[str, str, str] | None:
         """(condition, reason, message) when the Job ends now, else None."""
+        spec = job.get("spec") or {}
         if succeeded:
             return "Complete", "CompletionsReached", "Reached expected number of succeeded pods"
         if failed > int(spec.get("backoffLimit", 6)):
@@ -109,7 +111,9 @@ class JobController:
             left = float(deadline) - (now - started).total_seconds()
             if left <= 0:
                 return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
-            asyncio.get_running_loop().call_later(left, self._wake)
+            if job["metadata"]["uid"] not in self._deadline_timers:
+                self._deadline_timers.add(job["metadata"]["uid"])
+                asyncio.get_running_loop().call_later(left, self._wake)
         return None
 
     def _new_pod(self, job: Object) -> None:

@@ -82,8 +82,8 @@ def collect(
     """Run every planned query and keep its reading; a temporary failure is asked again."""
     collection = Collection()
     for query in planned:
-        reading, asked = _ask(query, source, window, retry or Retry())
-        collection.queries += asked
+        reading, _ = _ask(query, source, window, retry or Retry())
+        collection.queries += 1
         collection.readings[(query.criterion, query.variant)] = reading
     return collection
 

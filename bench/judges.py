@@ -27,12 +27,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
+from scipy import stats  # type: ignore[import-untyped]
 
 from acceltrial.api.spec import AnalysisSpec
 from acceltrial.api.status import AnalysisCounts
 from acceltrial.engine.analysis import Reading, assess, judge, round_outcome, tally
-from acceltrial.engine.statistics import compare
-from bench.traces import BAD_LATENCY_S, BUCKETS, WINDOW_SCRAPES, Simulation, Variant, Window
+from acceltrial.engine.sequential import sequential_check
+from bench.traces import (
+    BAD_LATENCY_S,
+    BUCKETS,
+    SCRAPE_SECONDS,
+    WINDOW_SCRAPES,
+    Simulation,
+    Variant,
+    Window,
+)
 
 Verdict = Literal["pass", "hold", "rollback", "pause"]
 """pass: the step may end when its time is up; hold: not yet; rollback / pause: stop here."""
@@ -77,6 +86,19 @@ def analysis_spec(**changes: Any) -> AnalysisSpec:
     return AnalysisSpec.model_validate(body)
 
 
+def sequential_spec() -> AnalysisSpec:
+    """What the benchmark recommends: the sequential test of latency and errors, failing on
+    clear evidence that the candidate is worse than the baseline at all (no tolerance)."""
+    return analysis_spec(
+        mode="sequential",
+        failureLimit=0,
+        criteria=[
+            {"name": "latency", "metric": "latency_p99", "statistical": {"direction": "increase"}},
+            {"name": "errors", "metric": "error_ratio", "statistical": {"direction": "increase"}},
+        ],
+    )
+
+
 _VALUES: dict[str, Callable[[Window], float]] = {
     "latency_p99": lambda w: w.quantile(0.99),
     "latency_mean": Window.mean_latency,
@@ -102,7 +124,9 @@ class AcceltrialJudge:
         judgements = []
         for criterion in self.analysis.criteria:
             readings = {v: self._reading(sim, criterion, v, k) for v in ("baseline", "candidate")}
-            judgements.append(judge(criterion, readings["baseline"], readings["candidate"]))
+            judgements.append(
+                judge(criterion, readings["baseline"], readings["candidate"], self.analysis)
+            )
         outcome, _ = round_outcome(judgements)
         self.counts = tally(self.counts, outcome)
         status = assess(self.counts, self.analysis)
@@ -115,6 +139,9 @@ class AcceltrialJudge:
     def _reading(self, sim: Simulation, criterion: Any, variant: Variant, k: int) -> Reading:
         if not sim.ever_served(variant, k):
             return Reading(values=(), series=0)  # no series exported yet: the query is empty
+        check = sequential_check(self.analysis, criterion)
+        if check is not None:
+            return _counters(sim, variant, check.stream, range(self.step_start, k + 1))
         value = _VALUES[criterion.metric]
         if criterion.statistical is not None:
             # A range query from the step's start at interval / 4 (15 s): one point per scrape.
@@ -123,6 +150,31 @@ class AcceltrialJudge:
         window = sim.window(variant, k)
         requests = window.requests_in_window() if criterion.min_requests is not None else None
         return Reading(values=(value(window),), series=1, requests=requests)
+
+
+def _counters(sim: Simulation, variant: Variant, stream: str, points: range) -> Reading:
+    """What ``sum by (le)`` of the histogram's buckets, or ``sum by (status)`` of
+    http_requests_total, returns as a range query at one point per scrape."""
+    c = sim.counters[variant]
+    start = points.start
+    requests = np.cumsum(c.requests)
+    if stream == "errors":
+        errors = np.cumsum(c.errors)
+        series = {
+            "2xx": [float(requests[j] - errors[j]) for j in points],
+            "5xx": [float(errors[j]) for j in points],
+        }
+    else:
+        buckets = np.cumsum(np.array(c.buckets), axis=0)
+        successes = requests - np.cumsum(c.errors)
+        series = {f"{b:g}" if b != int(b) else f"{b:.1f}": [float(buckets[j][i]) for j in points]
+                  for i, b in enumerate(BUCKETS)}  # fmt: skip
+        series["+Inf"] = [float(successes[j]) for j in points]
+    seconds = [float((j - start) * SCRAPE_SECONDS) for j in points]
+    parts = tuple(
+        (label, tuple(zip(seconds, values, strict=True))) for label, values in series.items()
+    )
+    return Reading(series=len(parts), parts=parts)
 
 
 # -- Flagger ---------------------------------------------------------------------------------------
@@ -236,9 +288,12 @@ class KayentaJudge:
         cand = [x for x in samples["candidate"] if math.isfinite(x)]
         if len(base) < 2 or len(cand) < 2:
             return "Nodata"
-        result = compare(cand, base, self.confidence)
-        # direction increase; default effect size 1.0 (any significant increase is High)
-        return "High" if result.lower > 0 else "Pass"
+        # The Hodges-Lehmann interval at this confidence lies above 0 exactly when the two-sided
+        # rank-sum test rejects at 1 - confidence with the candidate ranked higher; direction
+        # increase with the default effect size 1.0 makes any such increase High.
+        test = stats.mannwhitneyu(cand, base, alternative="two-sided")
+        higher = test.statistic > len(cand) * len(base) / 2
+        return "High" if higher and test.pvalue < 1 - self.confidence else "Pass"
 
 
 # -- the sequential reference ---------------------------------------------------------------------

@@ -24,8 +24,8 @@ SUBSET = tuple(
 PROFILE = Profile(aa_seeds=4, regression_seeds=2)
 BOUNDS = {
     # judge: (exposure over the subset's regression traces, A/A false rollback rate)
-    "acceltrial": (30.0, 0.75),
-    "sequential": (40.0, 0.0),
+    "acceltrial": (50.0, 0.0),
+    "sequential": (35.0, 0.0),
 }
 
 

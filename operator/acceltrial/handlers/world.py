@@ -278,7 +278,9 @@ class TrialWorld:
         judgements = [
             judge_cost_criterion(c, readings, costs, cost_window, from_steps)
             if c.metric in COST_METRICS
-            else judge(c, readings.get((c.name, "baseline")), readings.get((c.name, "candidate")))
+            else judge(
+                c, readings.get((c.name, "baseline")), readings.get((c.name, "candidate")), analysis
+            )
             for c in applicable(analysis, weight)
         ]
         outcome, reason = round_outcome(judgements)

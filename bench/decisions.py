@@ -237,8 +237,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="few seeds: well under a minute")
     parser.add_argument("--json", action="store_true", help="print the per-judge figures as JSON")
     parser.add_argument("--judges", nargs="+", choices=list(JUDGES), default=list(JUDGES))
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs=2,
+        metavar=("AA", "REGRESSION"),
+        help="seeds per A/A trace and per regression trace (overrides the profile)",
+    )
     args = parser.parse_args(argv)
     profile = PROFILES["quick" if args.quick else "full"]
+    if args.seeds:
+        profile = Profile(*args.seeds)
     table = benchmark(profile, args.judges)
     figures = summary(table)
     if args.json:

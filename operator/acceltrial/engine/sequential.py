@@ -13,11 +13,12 @@ variants had and how many requests each served, the candidate's share of the eve
 its success probability grows with r, the candidate's event rate over the baseline's. Against
 the tolerance r0 (relative ``max``, or 1 + ``allowedChange``) the likelihood ratio of r = r0 x m
 to r = r0, averaged over the multipliers ``MULTIPLIERS``, is a nonnegative supermartingale while
-r <= r0 (a mixture sequential probability ratio test). By Ville's inequality it ever reaches
-k / alpha with probability at most alpha / k; with k streams (one per bound, or the errors) a
-criterion that is within its tolerance fails a step with probability at most ``alpha``, however
-many times the step is measured. An absolute ``max`` on errors is the one-sample version: the
-candidate's errors among its requests against the rate ``max``.
+r <= r0 (a mixture sequential probability ratio test), and so is its mean over the streams (one
+per bucket bound, or the errors). By Ville's inequality that mean ever reaches 1 / alpha with
+probability at most alpha: a criterion within its tolerance fails a step with probability at
+most ``alpha``, however many times the step is measured. Each interval's factor is capped at
+e^MAX_LOG_FACTOR, which keeps the bound. An absolute ``max`` on errors is the one-sample
+version: the candidate's errors among its requests against the rate ``max``.
 
 Pure: counts in, evidence out.
 """

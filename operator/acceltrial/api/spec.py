@@ -428,6 +428,14 @@ class AnalysisSpec(ApiModel):
     rolls the trial back."""
     on_inconclusive: Literal["pause", "rollback"] = "pause"
     """What happens past inconclusiveLimit: pause for a person to decide, or roll back."""
+    mode: Literal["fixed", "sequential"] = "fixed"
+    """fixed: every criterion judges each measurement's window on its own. sequential: criteria
+    on the preset's latency or error_ratio that fail when the candidate is worse are judged by an
+    always-valid sequential test of the counts behind them over the step so far, which fails as
+    soon as the evidence is clear and keeps false failures under alpha (docs/analysis.md)."""
+    alpha: float = Field(default=0.01, gt=0, le=0.2)
+    """sequential mode: the highest chance that a criterion fails a step for a candidate within
+    its tolerance, however many measurements the step takes."""
 
 
 class PromotionSpec(ApiModel):

@@ -29,6 +29,15 @@ from acceltrial.engine.queries import (
     preset_template,
     render,
 )
+from acceltrial.engine.sequential import (
+    COUNTER_QUERIES,
+    SequentialCheck,
+    error_counts,
+    latency_counts,
+    one_sample_evidence,
+    sequential_check,
+    two_sample_evidence,
+)
 from acceltrial.engine.statistics import Comparison, compare
 
 STATISTICAL_MIN_SAMPLES = 10
@@ -64,6 +73,8 @@ class PlannedQuery:
     promql: str
     mode: Literal["instant", "range"]
     with_requests: bool
+    split_by: str | None = None
+    """A label whose values tell the series apart (raw counters for the sequential test)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,8 @@ class Reading:
     """Requests the variant served in the window, when the criterion asked for it."""
     error: str | None = None
     """The provider's error, when the query failed."""
+    parts: tuple[tuple[str, tuple[tuple[float, float], ...]], ...] = ()
+    """With ``split_by``: each series' label value and its (timestamp, value) samples."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,10 @@ def plan(
     for criterion in applicable(analysis, weight):
         if criterion.metric in COST_METRICS:
             continue  # computed from prices and throughput, not queried
+        check = sequential_check(analysis, criterion)
+        if check is not None:
+            planned += _plan_counters(analysis, criterion, check, targets)
+            continue
         for variant in _variants_of(criterion):
             target = targets[variant]
             promql = render(_template(analysis, criterion, target), target, analysis.interval)
@@ -120,6 +137,29 @@ def plan(
                 PlannedQuery(criterion.name, variant, promql, mode, requests is not None)
             )
     return planned
+
+
+def _plan_counters(
+    analysis: AnalysisSpec,
+    criterion: Criterion,
+    check: SequentialCheck,
+    targets: Mapping[Variant, VariantTarget],
+) -> list[PlannedQuery]:
+    template, label = COUNTER_QUERIES[analysis.preset][check.stream]
+    variants: tuple[Variant, ...] = (
+        ("candidate",) if check.one_sample else ("baseline", "candidate")
+    )
+    return [
+        PlannedQuery(
+            criterion.name,
+            variant,
+            render(template, targets[variant], analysis.interval),
+            "range",
+            False,
+            split_by=label,
+        )
+        for variant in variants
+    ]
 
 
 def _variants_of(criterion: Criterion) -> tuple[Variant, ...]:
@@ -150,8 +190,22 @@ def _with_request_count(value_query: str, requests_query: str) -> str:
     return f"{part(value_query, 'value')} or {part(requests_query, 'requests')}"
 
 
-def judge(criterion: Criterion, baseline: Reading | None, candidate: Reading | None) -> Judgement:
-    """Judge one criterion from its readings (``None`` where nothing was queried)."""
+def judge(
+    criterion: Criterion,
+    baseline: Reading | None,
+    candidate: Reading | None,
+    analysis: AnalysisSpec | None = None,
+) -> Judgement:
+    """Judge one criterion from its readings (``None`` where nothing was queried); with the
+    ``analysis`` in sequential mode, criteria it covers get the sequential test."""
+    if analysis is not None and (check := sequential_check(analysis, criterion)) is not None:
+        return _judge_sequential(criterion, check, analysis.alpha, baseline, candidate)
+    return _judge_fixed(criterion, baseline, candidate)
+
+
+def _judge_fixed(
+    criterion: Criterion, baseline: Reading | None, candidate: Reading | None
+) -> Judgement:
     name = criterion.name
     if criterion.metric in COST_METRICS:
         return _inconclusive(name, "a cost criterion is judged from the cost model (judge_cost)")
@@ -318,6 +372,50 @@ def _judge_statistical(criterion: Criterion, baseline: Reading, candidate: Readi
         candidate_samples=len(cand),
         comparison=result,
     )
+
+
+def _judge_sequential(
+    criterion: Criterion,
+    check: SequentialCheck,
+    alpha: float,
+    baseline: Reading | None,
+    candidate: Reading | None,
+) -> Judgement:
+    name = criterion.name
+    readings = {"baseline": baseline, "candidate": candidate}
+    needed: tuple[Variant, ...] = ("candidate",) if check.one_sample else ("baseline", "candidate")
+    counts = {}
+    for variant in needed:
+        reading = readings[variant]
+        if reading is None:
+            return _inconclusive(name, f"the {variant} was not measured")
+        if reading.error is not None:
+            return _inconclusive(
+                name, f"the {variant}'s query failed: {reading.error}", errored=True
+            )
+        parts = dict(reading.parts)
+        counts[variant] = (
+            latency_counts(parts) if check.stream == "latency" else error_counts(parts)
+        )
+        if sum(counts[variant].requests.values()) <= 0:
+            return _inconclusive(name, f"no requests counted for the {variant} in this step yet")
+    if check.one_sample:
+        evidence = one_sample_evidence(counts["candidate"], check.tolerance, alpha)
+        limit = f"an error ratio of {_fmt(check.tolerance)}"
+    else:
+        evidence = two_sample_evidence(
+            counts["candidate"], counts["baseline"], check.tolerance, alpha
+        )
+        limit = f"{_fmt(check.tolerance)}x the baseline's"
+    said = (
+        f"sequential test over {evidence.intervals} intervals: evidence "
+        f"{math.exp(min(evidence.log_evidence, 700)):.3g} that the candidate's {evidence.stream} "
+        f"rate is above {limit} (fails at {math.exp(evidence.log_threshold):.3g}, alpha {alpha:g})"
+    )
+    if evidence.stream == "none":
+        said = f"sequential test over {evidence.intervals} intervals: no evidence of a regression"
+    verdict: Verdict = "Fail" if evidence.failed else "Pass"
+    return Judgement(name, verdict, said)
 
 
 def _judged(criterion: Criterion, verdict: Verdict, reason: str, candidate: float) -> Judgement:

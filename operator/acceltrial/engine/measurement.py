@@ -110,7 +110,12 @@ def judge_measurement(
     judgements = [
         judge_cost_criterion(c, readings, costs, planned.cost_window, planned.from_steps)
         if c.metric in COST_METRICS
-        else judge(c, readings.get((c.name, "baseline")), readings.get((c.name, "candidate")))
+        else judge(
+            c,
+            readings.get((c.name, "baseline")),
+            readings.get((c.name, "candidate")),
+            spec.analysis,
+        )
         for c in applicable(spec.analysis, planned.weight)
     ]
     outcome, reason = round_outcome(judgements)

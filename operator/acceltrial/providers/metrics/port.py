@@ -113,6 +113,9 @@ def _ask(
 
 def to_reading(series: Sequence[Series], query: PlannedQuery) -> Reading:
     """A query's series as a Reading: values, series count and, if asked, the request count."""
+    if query.split_by is not None:
+        parts = tuple((s.labels.get(query.split_by, ""), tuple(s.samples)) for s in series)
+        return Reading(series=len(series), parts=parts)
     requests: float | None = None
     if query.with_requests:
         counted = [s for s in series if s.labels.get(PART_LABEL) == "requests"]

@@ -1,0 +1,148 @@
+"""analysis.mode: sequential: the queries it plans, its verdicts on counts, and its error bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from acceltrial.api.spec import AnalysisSpec
+from acceltrial.engine.analysis import PlannedQuery, Reading, judge, plan
+from acceltrial.engine.queries import VariantTarget
+from acceltrial.providers.metrics.port import Series, to_reading
+
+TARGETS = {
+    "baseline": VariantTarget("baseline", "serving", "llm-gpu", ("llm-gpu-1",), "gpu"),
+    "candidate": VariantTarget("candidate", "serving", "llm-neuron", ("llm-neuron-1",), "neuron"),
+}
+BOUNDS = ("1.0", "2.5", "5.0", "+Inf")
+
+
+def analysis(mode: str = "sequential", **criterion: Any) -> AnalysisSpec:
+    return AnalysisSpec.model_validate(
+        {
+            "prometheus": {"address": "http://prometheus:9090"},
+            "criteria": [{"name": "c", "metric": "latency_p99", **criterion}],
+            "mode": mode,
+        }
+    )
+
+
+INCREASE = {"statistical": {"direction": "increase"}}
+
+
+def latency_reading(per_interval: list[list[float]]) -> Reading:
+    """Counters of a histogram from per-interval counts per bucket (le order of BOUNDS)."""
+    cumulative = np.cumsum(np.cumsum(np.array([[0.0] * 4, *per_interval]), axis=0), axis=1)
+    # per row: counts within each bucket -> cumulative over le, then over time
+    parts = tuple(
+        (le, tuple((15.0 * t, float(cumulative[t][i])) for t in range(len(cumulative))))
+        for i, le in enumerate(BOUNDS)
+    )
+    return Reading(series=len(parts), parts=parts)
+
+
+def test_sequential_mode_plans_raw_counter_range_queries_split_by_le() -> None:
+    planned = plan(analysis(**INCREASE), TARGETS, weight=5)
+
+    assert [(q.variant, q.mode, q.split_by) for q in planned] == [
+        ("baseline", "range", "le"),
+        ("candidate", "range", "le"),
+    ]
+    assert planned[1].promql == (
+        'sum by (le) (vllm:e2e_request_latency_seconds_bucket{namespace="serving", '
+        'pod=~"^(?:llm-neuron-1)$"})'
+    )
+
+
+def test_fixed_mode_and_decrease_criteria_keep_their_value_queries() -> None:
+    fixed = plan(analysis("fixed", **INCREASE), TARGETS, weight=5)
+    decrease = plan(analysis(statistical={"direction": "decrease"}), TARGETS, weight=5)
+
+    assert all(q.split_by is None and "histogram_quantile" in q.promql for q in fixed + decrease)
+
+
+def test_a_candidate_as_fast_as_the_baseline_passes() -> None:
+    spec = analysis(**INCREASE)
+    same = latency_reading([[5, 10, 4, 1]] * 20)
+
+    verdict = judge(spec.criteria[0], same, same, spec)
+
+    assert verdict.verdict == "Pass", verdict.reason
+
+
+def test_a_clearly_slower_candidate_fails_with_the_evidence_in_words() -> None:
+    spec = analysis(**INCREASE)
+    baseline = latency_reading([[50, 100, 45, 5]] * 8)  # 5% slower than 5 s
+    candidate = latency_reading([[0, 5, 5, 10]] * 8)  # half slower than 5 s
+
+    verdict = judge(spec.criteria[0], baseline, candidate, spec)
+
+    assert verdict.verdict == "Fail"
+    assert "sequential test over 8 intervals" in verdict.reason
+    assert "above 1x the baseline's" in verdict.reason
+
+
+def test_one_burst_in_one_interval_does_not_fail_the_step() -> None:
+    spec = analysis(**INCREASE)
+    baseline = latency_reading([[50, 100, 45, 5]] * 8)
+    candidate = latency_reading([[10, 20, 9, 1]] * 7 + [[0, 0, 0, 40]])
+
+    assert judge(spec.criteria[0], baseline, candidate, spec).verdict == "Pass"
+
+
+def test_no_candidate_requests_is_inconclusive_never_a_pass() -> None:
+    spec = analysis(**INCREASE)
+    baseline = latency_reading([[5, 10, 4, 1]] * 4)
+
+    for candidate in (latency_reading([[0, 0, 0, 0]] * 4), Reading(series=0)):
+        verdict = judge(spec.criteria[0], baseline, candidate, spec)
+        assert verdict.verdict == "Inconclusive"
+        assert "no requests counted for the candidate" in verdict.reason
+
+
+def test_errors_against_an_absolute_max_use_the_candidate_alone() -> None:
+    spec = analysis(metric="error_ratio", absolute={"max": 0.01})
+    planned = plan(spec, TARGETS, weight=5)
+    ok = [(15.0 * t, 100.0 * t) for t in range(10)]
+    bad = [(15.0 * t, 10.0 * t) for t in range(10)]  # 10% errors
+
+    status = (("2xx", tuple(ok)), ("5xx", tuple(bad)))
+    verdict = judge(spec.criteria[0], None, Reading(series=2, parts=status), spec)
+
+    assert [q.variant for q in planned] == ["candidate"]
+    assert verdict.verdict == "Fail"
+    assert "an error ratio of 0.01" in verdict.reason
+
+
+def test_to_reading_keeps_each_series_by_the_split_label() -> None:
+    query = PlannedQuery("c", "candidate", "q", "range", False, split_by="le")
+    series = [Series({"le": "1.0"}, ((0.0, 1.0), (15.0, 2.0))), Series({"le": "+Inf"}, ())]
+
+    reading = to_reading(series, query)
+
+    assert reading.parts == (("1.0", ((0.0, 1.0), (15.0, 2.0))), ("+Inf", ()))
+    assert reading.series == 2
+
+
+def test_a_b_candidates_within_tolerance_fail_at_most_alpha_of_steps() -> None:
+    spec = analysis(**INCREASE).model_copy(update={"alpha": 0.05})
+    rng = np.random.default_rng(7)
+    probabilities = [0.3, 0.5, 0.15, 0.05]
+    failed = 0
+    runs = 100
+    for _ in range(runs):
+        baseline = rng.multinomial(190, probabilities, size=30).tolist()
+        candidate = rng.multinomial(10, probabilities, size=30).tolist()
+        looks = range(4, 31, 4)  # a measurement every minute of a 7.5 minute step
+        failed += any(
+            judge(
+                spec.criteria[0],
+                latency_reading(baseline[:n]),
+                latency_reading(candidate[:n]),
+                spec,
+            ).verdict
+            == "Fail"
+            for n in looks
+        )
+    assert failed / runs <= 0.05 + 0.03  # alpha, with room for 100 runs

@@ -22,11 +22,12 @@ import pytest
 import yaml
 
 from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.realplane.plane import RealControlPlane
 from acceltrial.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO, TOOLS_BIN
 from tests.integration.fleet import Fleet, Profile, serving
 from tests.integration.prometheus_server import running_prometheus
-from tests.sandbox.conftest import Api, eventually
+from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane
 
 pytestmark = pytest.mark.slow
 
@@ -70,28 +71,39 @@ PROFILES = {
     ("crash-regress", "candidate"): Profile(error_ratio=0.2),
 }
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/acceleratortrials"
+BACKENDS = ["emulator", "real"]
+"""Every test runs on both: the emulator, then the real control plane (CI=1 fails when that is
+not built, as the sandbox's contract tests do; elsewhere it is skipped)."""
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Sandbox]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The emulator, then the real control plane (kube-apiserver, etcd, the controllers and
+    kwok; the CRD is posted by ``api`` as on the emulator)."""
     # The default topology, with node groups large enough for every test's trial at once.
     default = load_topology()
     groups = [g.model_copy(update={"count": max(g.count, 32)}) for g in default.node_groups]
-    with Sandbox(ready_delay=0.2, topology=Topology(nodeGroups=groups)) as sandbox:
+    topology = Topology(nodeGroups=groups)
+    if request.param == "real":
+        require_real_control_plane()
+        with RealControlPlane(topology=topology, acceltrial_crd=False) as plane:
+            yield plane
+        return
+    with Sandbox(ready_delay=0.2, topology=topology) as sandbox:
         yield sandbox
 
 
 @pytest.fixture(scope="module")
-def api(cluster: Sandbox) -> Api:
-    api = Api(cluster.url)
+def api(cluster: Backend) -> Api:
+    api = Api.to(cluster.access)
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
     assert api.post(CRDS, crd).status == 201
     return api
 
 
 @pytest.fixture(scope="module")
-def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving(Fleet(cluster.url, PROFILES)) as fleet_url:
+def prometheus_url(cluster: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving(Fleet(cluster.access, PROFILES)) as fleet_url:
         target = fleet_url.removeprefix("http://")
         scrape = (
             "scrape_configs:\n  - job_name: fleet\n"
@@ -101,7 +113,7 @@ def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -
             yield url
 
 
-def start_operator(cluster: Sandbox, folder: Path, *namespaces: str) -> subprocess.Popen[bytes]:
+def start_operator(cluster: Backend, folder: Path, *namespaces: str) -> subprocess.Popen[bytes]:
     """``kopf run -m acceltrial.handlers`` as the chart runs it, logging into ``folder``."""
     env = os.environ | {
         "KUBECONFIG": str(cluster.kubeconfig),
@@ -117,7 +129,7 @@ def start_operator(cluster: Sandbox, folder: Path, *namespaces: str) -> subproce
 
 @pytest.fixture(scope="module")
 def operator(
-    cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
+    cluster: Backend, api: Api, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     namespaces = sorted({ns for ns, _ in PROFILES} - {"crash", "crash-regress"})
     namespaces += ["no-baseline", "no-route", "no-node", "ended"]
@@ -495,7 +507,7 @@ def replicasets_and_pods(api: Api, namespace: str) -> tuple[set[str], set[str]]:
     return {r["metadata"]["uid"] for r in sets}, {p["metadata"]["uid"] for p in pods}
 
 
-def apply_report_manifests(cluster: Sandbox, api: Api, namespace: str, folder: Path) -> list[str]:
+def apply_report_manifests(cluster: Backend, api: Api, namespace: str, folder: Path) -> list[str]:
     """``kubectl apply --server-side`` of the report's "commit these" manifests, as a GitOps
     sync would after the user committed them."""
     config_map = api.get(f"/api/v1/namespaces/{namespace}/configmaps/llama3-inf2-report").body
@@ -512,7 +524,7 @@ def apply_report_manifests(cluster: Sandbox, api: Api, namespace: str, folder: P
 
 
 def test_deleting_a_promoted_trial_leaves_the_candidate_serving_everything(
-    cluster: Sandbox, api: Api, prometheus_url: str, operator: None, tmp_path: Path
+    cluster: Backend, api: Api, prometheus_url: str, operator: None, tmp_path: Path
 ) -> None:
     status = run_trial(api, "handover", prometheus_url)
     assert status["phase"] == "Promoted", status.get("message")
@@ -650,7 +662,7 @@ def test_a_criterion_the_baseline_cannot_answer_stops_the_trial_before_any_traff
 
 
 def test_acceltrial_check_finds_the_pods_in_the_cluster_as_the_operator_does(
-    cluster: Sandbox, api: Api, prometheus_url: str, tmp_path: Path
+    cluster: Backend, api: Api, prometheus_url: str, tmp_path: Path
 ) -> None:
     """`acceltrial check TRIAL.yaml` against the current kubeconfig: the baseline's pods from
     its Deployment's selector, no candidate yet, every query answered."""

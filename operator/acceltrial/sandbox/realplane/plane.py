@@ -26,6 +26,7 @@ from types import TracebackType
 import yaml
 
 from acceltrial.api.crd import crd_manifest
+from acceltrial.sandbox.access import Access
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
 from acceltrial.sandbox.realplane.binaries import Binaries, find_binaries
 from acceltrial.sandbox.realplane.client import AdminClient, ApiError
@@ -71,6 +72,18 @@ class RealControlPlane:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def access(self) -> Access:
+        """How in-process clients reach it: its CA and the admin client certificate."""
+        if self.certificates is None:
+            raise RuntimeError("access needs a started control plane")
+        return Access(
+            self.url,
+            ca=self.certificates.ca,
+            client_cert=self.certificates.admin_cert,
+            client_key=self.certificates.admin_key,
+        )
 
     def start(self) -> RealControlPlane:
         began = time.monotonic()

@@ -20,6 +20,7 @@ from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one 
     api,
     backend_refs,
     cluster,
+    operator_identity,
     prometheus_url,
     start,
     start_operator,
@@ -27,7 +28,7 @@ from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one 
 from tests.sandbox.conftest import Api, Backend
 
 pytestmark = pytest.mark.slow
-__all__ = ["api", "cluster", "prometheus_url"]  # re-exported fixtures
+__all__ = ["api", "cluster", "operator_identity", "prometheus_url"]  # re-exported fixtures
 TERMINAL = ("Promoted", "RolledBack", "Failed", "Aborted")
 
 
@@ -57,9 +58,9 @@ class RouteWatch:
 class CrashingOperator:
     """Runs the operator and SIGKILLs it whenever the trial reaches a phase not yet crashed in."""
 
-    def __init__(self, cluster: Backend, folder: Path, namespace: str) -> None:
-        self.cluster, self.folder, self.namespace = cluster, folder, namespace
-        self.process = start_operator(cluster, folder, namespace)
+    def __init__(self, kubeconfig: Path, folder: Path, namespace: str) -> None:
+        self.kubeconfig, self.folder, self.namespace = kubeconfig, folder, namespace
+        self.process = start_operator(kubeconfig, folder, namespace)
         self.crashed_in: list[str] = []
 
     def run_until_done(self, api: Api, path: str, timeout: float = 200) -> dict[str, Any]:
@@ -78,7 +79,7 @@ class CrashingOperator:
     def _crash_and_restart(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
-        self.process = start_operator(self.cluster, self.folder, self.namespace)
+        self.process = start_operator(self.kubeconfig, self.folder, self.namespace)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -86,11 +87,11 @@ class CrashingOperator:
 
 
 @pytest.fixture
-def crashing(cluster: Backend, tmp_path: Path) -> Iterator[Any]:
+def crashing(operator_identity: Path, tmp_path: Path) -> Iterator[Any]:
     operators: list[CrashingOperator] = []
 
     def make(namespace: str) -> CrashingOperator:
-        operators.append(CrashingOperator(cluster, tmp_path, namespace))
+        operators.append(CrashingOperator(operator_identity, tmp_path, namespace))
         return operators[-1]
 
     yield make

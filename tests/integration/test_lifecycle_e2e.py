@@ -26,6 +26,7 @@ from acceltrial.sandbox.realplane.plane import RealControlPlane
 from acceltrial.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO, TOOLS_BIN
 from tests.integration.fleet import Fleet, Profile, serving
+from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus
 from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane
 
@@ -86,7 +87,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
     topology = Topology(nodeGroups=groups)
     if request.param == "real":
         require_real_control_plane()
-        with RealControlPlane(topology=topology, acceltrial_crd=False) as plane:
+        with RealControlPlane(topology=topology, acceleratortrial_crd=False) as plane:
             yield plane
         return
     with Sandbox(ready_delay=0.2, topology=topology) as sandbox:
@@ -113,10 +114,17 @@ def prometheus_url(cluster: Backend, tmp_path_factory: pytest.TempPathFactory) -
             yield url
 
 
-def start_operator(cluster: Backend, folder: Path, *namespaces: str) -> subprocess.Popen[bytes]:
+@pytest.fixture(scope="module")
+def operator_identity(cluster: Backend, api: Api, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The kubeconfig the operator runs with: on the real control plane, the chart's
+    ServiceAccount with exactly the chart's RBAC."""
+    return operator_kubeconfig(cluster, tmp_path_factory.mktemp("identity"))
+
+
+def start_operator(kubeconfig: Path, folder: Path, *namespaces: str) -> subprocess.Popen[bytes]:
     """``kopf run -m acceltrial.handlers`` as the chart runs it, logging into ``folder``."""
     env = os.environ | {
-        "KUBECONFIG": str(cluster.kubeconfig),
+        "KUBECONFIG": str(kubeconfig),
         "ACCELTRIAL_METRICS_PORT": "0",
         "ACCELTRIAL_TICK_SECONDS": "0.5",
         "HOME": str(folder),
@@ -128,12 +136,10 @@ def start_operator(cluster: Backend, folder: Path, *namespaces: str) -> subproce
 
 
 @pytest.fixture(scope="module")
-def operator(
-    cluster: Backend, api: Api, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
+def operator(operator_identity: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     namespaces = sorted({ns for ns, _ in PROFILES} - {"crash", "crash-regress"})
     namespaces += ["no-baseline", "no-route", "no-node", "ended"]
-    process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *namespaces)
+    process = start_operator(operator_identity, tmp_path_factory.mktemp("operator"), *namespaces)
     try:
         yield
     finally:

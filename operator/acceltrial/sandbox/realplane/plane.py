@@ -28,6 +28,7 @@ import yaml
 from acceltrial.api.crd import crd_manifest
 from acceltrial.sandbox.access import Access
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
+from acceltrial.sandbox.realplane.accounts import write_service_account_kubeconfig
 from acceltrial.sandbox.realplane.binaries import Binaries, find_binaries
 from acceltrial.sandbox.realplane.client import AdminClient, ApiError
 from acceltrial.sandbox.realplane.pki import Certificates, issue_certificates
@@ -119,6 +120,14 @@ class RealControlPlane:
         )
         self._baseline = snapshot(client)
         write_admin_kubeconfig(self.kubeconfig, self.url, certificates)
+
+    def service_account_kubeconfig(self, namespace: str, name: str, path: Path) -> Path:
+        """A kubeconfig at ``path`` that authenticates as the ServiceAccount (see .accounts):
+        what RBAC grants it, and nothing more."""
+        if self.certificates is None:
+            raise RuntimeError("service_account_kubeconfig() needs a started control plane")
+        client = AdminClient(self.url, self.certificates)
+        return write_service_account_kubeconfig(path, client, self.certificates.ca, namespace, name)
 
     def reset(self) -> None:
         """Remove what was made since the start (see :mod:`.reset`), for the next test."""

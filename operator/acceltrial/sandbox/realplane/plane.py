@@ -38,6 +38,7 @@ from acceltrial.sandbox.topology import Topology, load_topology, nodes
 
 SERVICE_CLUSTER_IP_RANGE = "10.100.0.0/16"  # EKS's default, as the emulator
 START_TIMEOUT_SECONDS = 120.0
+NODE_GRACE = "10m"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -194,6 +195,12 @@ class RealControlPlane:
             "--secure-port=0",
             "--leader-elect=false",
             "--controllers=*",
+            # kwok posts the heartbeats of every Node from one process: on a loaded machine it
+            # falls behind the 50 s default, and the node lifecycle controller then marks the
+            # Nodes NotReady and their pods not Ready for good. A throwaway plane has no node
+            # failures to detect quickly.
+            f"--node-monitor-grace-period={NODE_GRACE}",
+            f"--node-startup-grace-period={NODE_GRACE}",
             f"--service-account-private-key-file={certificates.service_account_key}",
             f"--root-ca-file={certificates.ca}",
             "--profiling=false",

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ROUTE = {"name": "llama3-gpu", "port": 8000}
-GATEWAY_DEFAULTS = {"group": "", "kind": "Service"}
+GATEWAY_DEFAULTS = {"group": "", "kind": "Service", "weight": 1}
 PROFILES = {
     ("promote", "baseline"): Profile(),
     ("promote", "candidate"): Profile(median=0.24),
@@ -261,7 +261,8 @@ def backend_refs(api: Api, namespace: str) -> list[dict[str, Any]]:
 
 def without_defaults(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The refs without the values the Gateway API CRD's schema defaults (``group: ""``,
-    ``kind: Service``): the real API server adds them to every ref, the emulator does not."""
+    ``kind: Service``, ``weight: 1``): the real API server adds them to every ref, the emulator
+    does not."""
     defaults = GATEWAY_DEFAULTS.items()
     return [{k: v for k, v in ref.items() if (k, v) not in defaults} for ref in refs]
 

@@ -198,8 +198,8 @@ def test_the_operator_as_a_kopf_run_subprocess_admits_trials(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    path = f"{TRIALS}/{trial['metadata']['name']}"
     try:
-        path = f"{TRIALS}/{trial['metadata']['name']}"
 
         def admitted() -> dict[str, Any] | None:
             status: dict[str, Any] = api.get(path).body.get("status", {})
@@ -214,3 +214,6 @@ def test_the_operator_as_a_kopf_run_subprocess_admits_trials(
     finally:
         process.terminate()
         process.wait(timeout=30)
+        # The operator is gone: release its finalizer, or the trial (and on the real server its
+        # namespace and CRD) would wait for it forever.
+        api.merge(path, {"metadata": {"finalizers": None}})

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from acceltrial.sandbox.access import Access, as_access
 from tests.integration.http_stub import http_server
 
 BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.5, 2.0, 5.0)
@@ -40,8 +40,8 @@ class Profile:
 class Fleet(Collector):
     """Exports metrics for the Ready pods of ``profiles``' namespaces and variants."""
 
-    def __init__(self, sandbox_url: str, profiles: dict[tuple[str, str], Profile]) -> None:
-        self.sandbox_url = sandbox_url
+    def __init__(self, cluster: Access | str, profiles: dict[tuple[str, str], Profile]) -> None:
+        self.access = as_access(cluster)
         self.profiles = profiles  # (namespace, variant) -> profile
         self.first_seen: dict[str, float] = {}
 
@@ -68,16 +68,17 @@ class Fleet(Collector):
         yield http
 
     def _pods(self) -> Iterator[tuple[str, str, Profile]]:
-        for namespace in sorted({ns for ns, _ in self.profiles}):
-            url = f"{self.sandbox_url}/api/v1/namespaces/{namespace}/pods"
-            with urllib.request.urlopen(url, timeout=5) as reply:
-                pods: list[dict[str, Any]] = json.loads(reply.read())["items"]
-            for pod in pods:
-                labels = pod["metadata"].get("labels") or {}
-                variant = labels.get("acceltrial.dev/variant", "baseline")
-                profile = self.profiles.get((namespace, variant))
-                if profile is not None and _ready(pod):
-                    yield namespace, pod["metadata"]["name"], profile
+        # One list of every namespace's pods: a scrape (1 s timeout) has no time for one HTTPS
+        # request per namespace to a busy real API server.
+        with self.access.open("/api/v1/pods", timeout=5) as reply:
+            pods: list[dict[str, Any]] = json.loads(reply.read())["items"]
+        for pod in sorted(pods, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
+            namespace = pod["metadata"]["namespace"]
+            labels = pod["metadata"].get("labels") or {}
+            variant = labels.get("acceltrial.dev/variant", "baseline")
+            profile = self.profiles.get((namespace, variant))
+            if profile is not None and _ready(pod):
+                yield namespace, pod["metadata"]["name"], profile
 
 
 @contextmanager

@@ -8,7 +8,6 @@ import json
 import signal
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,34 +15,36 @@ from typing import Any
 import pytest
 
 from acceltrial.api.reasons import CRITERION_FAILED
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.access import Access
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
     ROUTE,
     api,
     backend_refs,
     cluster,
+    operator_identity,
     prometheus_url,
     start,
     start_operator,
 )
-from tests.sandbox.conftest import Api
+from tests.sandbox.conftest import Api, Backend
 
 pytestmark = pytest.mark.slow
-__all__ = ["api", "cluster", "prometheus_url"]  # re-exported fixtures
+__all__ = ["api", "cluster", "operator_identity", "prometheus_url"]  # re-exported fixtures
 TERMINAL = ("Promoted", "RolledBack", "Failed", "Aborted")
 
 
 class RouteWatch:
     """Records every candidate weight the HTTPRoute takes, from a watch on the sandbox."""
 
-    def __init__(self, url: str, namespace: str) -> None:
-        route = f"{url}/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes"
-        self.url = f"{route}?watch=true&fieldSelector=metadata.name%3Dllama3&timeoutSeconds=300"
+    def __init__(self, access: Access, namespace: str) -> None:
+        route = f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes"
+        self.access = access
+        self.path = f"{route}?watch=true&fieldSelector=metadata.name%3Dllama3&timeoutSeconds=300"
         self.weights: list[int] = []
         threading.Thread(target=self._follow, daemon=True).start()
 
     def _follow(self) -> None:
-        with urllib.request.urlopen(self.url, timeout=310) as stream:
+        with self.access.open(self.path, timeout=310) as stream:
             for line in stream:
                 event = json.loads(line)
                 refs = event["object"]["spec"]["rules"][0]["backendRefs"]
@@ -58,9 +59,9 @@ class RouteWatch:
 class CrashingOperator:
     """Runs the operator and SIGKILLs it whenever the trial reaches a phase not yet crashed in."""
 
-    def __init__(self, cluster: Sandbox, folder: Path, namespace: str) -> None:
-        self.cluster, self.folder, self.namespace = cluster, folder, namespace
-        self.process = start_operator(cluster, folder, namespace)
+    def __init__(self, kubeconfig: Path, folder: Path, namespace: str) -> None:
+        self.kubeconfig, self.folder, self.namespace = kubeconfig, folder, namespace
+        self.process = start_operator(kubeconfig, folder, namespace)
         self.crashed_in: list[str] = []
 
     def run_until_done(self, api: Api, path: str, timeout: float = 200) -> dict[str, Any]:
@@ -79,7 +80,7 @@ class CrashingOperator:
     def _crash_and_restart(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
-        self.process = start_operator(self.cluster, self.folder, self.namespace)
+        self.process = start_operator(self.kubeconfig, self.folder, self.namespace)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -87,11 +88,11 @@ class CrashingOperator:
 
 
 @pytest.fixture
-def crashing(cluster: Sandbox, tmp_path: Path) -> Iterator[Any]:
+def crashing(operator_identity: Path, tmp_path: Path) -> Iterator[Any]:
     operators: list[CrashingOperator] = []
 
     def make(namespace: str) -> CrashingOperator:
-        operators.append(CrashingOperator(cluster, tmp_path, namespace))
+        operators.append(CrashingOperator(operator_identity, tmp_path, namespace))
         return operators[-1]
 
     yield make
@@ -100,10 +101,10 @@ def crashing(cluster: Sandbox, tmp_path: Path) -> Iterator[Any]:
 
 
 def test_killed_in_every_phase_a_good_candidate_is_still_promoted(
-    api: Api, cluster: Sandbox, prometheus_url: str, crashing: Any
+    api: Api, cluster: Backend, prometheus_url: str, crashing: Any
 ) -> None:
     path = start(api, "crash", prometheus_url)
-    watch = RouteWatch(cluster.url, "crash")
+    watch = RouteWatch(cluster.access, "crash")
     operator = crashing("crash")
     status = operator.run_until_done(api, path)
     assert status["phase"] == "Promoted"
@@ -114,10 +115,10 @@ def test_killed_in_every_phase_a_good_candidate_is_still_promoted(
 
 
 def test_killed_in_every_phase_a_bad_candidate_is_still_rolled_back_exactly(
-    api: Api, cluster: Sandbox, prometheus_url: str, crashing: Any
+    api: Api, cluster: Backend, prometheus_url: str, crashing: Any
 ) -> None:
     path = start(api, "crash-regress", prometheus_url)
-    watch = RouteWatch(cluster.url, "crash-regress")
+    watch = RouteWatch(cluster.access, "crash-regress")
     operator = crashing("crash-regress")
     status = operator.run_until_done(api, path)
     assert status["phase"] == "RolledBack"

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from acceltrial.sandbox.access import Access
 from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.realplane.binaries import MissingBinaries, find_binaries
 from acceltrial.sandbox.realplane.plane import RealControlPlane
@@ -48,6 +49,11 @@ class Api:
     def __init__(self, url: str, context: ssl.SSLContext | None = None) -> None:
         self.url = url
         self.context = context
+
+    @classmethod
+    def to(cls, access: Access) -> Api:
+        """A client of the cluster ``access`` reaches (HTTP, or HTTPS with client certs)."""
+        return cls(access.url, access.ssl_context)
 
     def request(
         self,
@@ -167,14 +173,7 @@ def cluster(request: pytest.FixtureRequest, backend: str) -> Iterator[Backend]:
 
 @pytest.fixture
 def api(cluster: Backend) -> Api:
-    if isinstance(cluster, RealControlPlane):
-        assert cluster.certificates is not None
-        context = ssl.create_default_context(cafile=str(cluster.certificates.ca))
-        context.load_cert_chain(
-            str(cluster.certificates.admin_cert), str(cluster.certificates.admin_key)
-        )
-        return Api(cluster.url, context)
-    return Api(cluster.url)
+    return Api.to(cluster.access)
 
 
 def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:

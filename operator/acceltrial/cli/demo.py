@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from acceltrial.cli.choices import CONTROL_PLANES
+
 
 def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = commands.add_parser(
@@ -40,6 +42,14 @@ def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=Path,
         metavar="DIR",
         help="write the decision report there as report.json, report.md and report.html",
+    )
+    demo.add_argument(
+        "--control-plane",
+        choices=CONTROL_PLANES,
+        default="auto",
+        help="real: the upstream API server, controllers and etcd built by `make control-plane` "
+        "(kwok plays the kubelet); emulator: the built-in one, no setup; auto (default): real "
+        "when built, else the emulator",
     )
     demo.add_argument(
         "--keep", action="store_true", help="keep the operator log and Prometheus data"

@@ -143,7 +143,14 @@ def _local(args: argparse.Namespace) -> int:
         return sandbox_up(options, sys.stdout)
     from acceltrial.demo.runner import DemoOptions, run_demo  # noqa: PLC0415
 
-    demo = DemoOptions(args.scenario, args.speed, args.result_file, args.keep, args.report_dir)
+    demo = DemoOptions(
+        args.scenario,
+        args.speed,
+        args.result_file,
+        args.keep,
+        args.report_dir,
+        control_plane=args.control_plane,
+    )
     return run_demo(demo, sys.stdout)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.demo.route import RouteSpec, route_objects
 from acceltrial.demo.scenario import Baseline, Manifest
+from acceltrial.sandbox.access import Access, as_access
 
 ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/{}/httproutes"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{}/deployments"
@@ -24,10 +25,11 @@ class ApiError(Exception):
 
 
 class Client:
-    """JSON over HTTP to the local API server."""
+    """JSON over HTTP(S) to the local API server (the emulator or the real control plane)."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, cluster: Access | str) -> None:
+        self.access = as_access(cluster)
+        self.url = self.access.url
 
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
@@ -36,7 +38,7 @@ class Client:
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Content-Type", content_type)
         try:
-            with urllib.request.urlopen(request, timeout=10) as reply:
+            with self.access.open(request, timeout=10) as reply:
                 return reply.status, json.loads(reply.read())
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"{}")

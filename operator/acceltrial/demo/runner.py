@@ -25,13 +25,21 @@ from typing import TextIO
 import yaml
 
 from acceltrial.api.actions import action_annotation
-from acceltrial.api.crd import render_crd
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.report import Report, read_report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.cli.choices import ControlPlane
 from acceltrial.cli.render import html_page, markdown, short_hash
 from acceltrial.demo import progress
 from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, TRIALS, Client, baseline_objects
+from acceltrial.demo.plane import (
+    CannotStart,
+    LocalCluster,
+    check_available,
+    component_pids,
+    describe,
+    local_cluster,
+)
 from acceltrial.demo.scenario import (
     Manifest,
     Scenario,
@@ -42,7 +50,6 @@ from acceltrial.demo.scenario import (
     shipped_scenarios,
 )
 from acceltrial.demo.user import ScriptedUser, served_by
-from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
 from acceltrial.sandbox.fleet.model import ServingProfile
@@ -52,7 +59,6 @@ from acceltrial.sandbox.fleet.traffic import Entry
 from acceltrial.sandbox.prometheus import PrometheusNotFound, PrometheusServer, find_prometheus
 from acceltrial.sandbox.topology import Topology, load_topology
 
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 TICK_SECONDS = 0.5
 POLL_SECONDS = 0.25
 MIN_INTERVAL_SECONDS = 2.0
@@ -68,6 +74,8 @@ class DemoOptions:
     """Keep the work folder (operator log, Prometheus data) even when the outcome matched."""
     report_dir: Path | None = None
     """Where to write the decision report as report.json, report.md and report.html."""
+    control_plane: ControlPlane = "auto"
+    """real, emulator, or auto: real when ``make control-plane`` built it (see demo.plane)."""
 
 
 @dataclass
@@ -112,7 +120,8 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
         trial = at_speed(trial, options.speed)
         topology = _topology(scenario, path)
         prometheus_binary = find_prometheus()
-    except (ScenarioError, PrometheusNotFound, ValueError) as error:
+        check_available(options.control_plane)
+    except (ScenarioError, PrometheusNotFound, ValueError, *CannotStart) as error:
         print(f"acceltrial demo: {error}", file=sys.stderr)
         return 2
     folder = Path(tempfile.mkdtemp(prefix="acceltrial-demo-"))
@@ -124,6 +133,8 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
             matched = _run(run, options, prometheus_binary)
     except KeyboardInterrupt:
         run.say("interrupted: everything the demo started has been stopped")
+    except CannotStart as error:
+        run.say(f"the control plane did not start: {error}")
     finally:
         if matched and not options.keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -213,13 +224,13 @@ def _expected(scenario: Scenario) -> str:
 
 def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
     with (
-        Sandbox(ready_delay=0.5, topology=run.topology) as sandbox,
+        local_cluster(options.control_plane, run.topology) as sandbox,
         contextlib.ExitStack() as stack,
     ):
-        client = Client(sandbox.url)
-        client.create(CRDS, yaml.safe_load(render_crd()))
-        run.say(f"local control plane at {sandbox.url} (simulated g5 and inf2 nodes)")
-        fleet = Fleet(sandbox.url, _fleet_spec(run, options.speed)).start()
+        client = Client(sandbox.access)
+        run.pids.update(component_pids(sandbox))
+        run.say(f"{describe(sandbox)} (simulated g5 and inf2 nodes)")
+        fleet = Fleet(sandbox.access, _fleet_spec(run, options.speed)).start()
         stack.callback(fleet.stop)
         metrics_url = stack.enter_context(metrics_endpoint(fleet))
         jobs = serve_exporters(fleet.node_exporters(), stack)
@@ -312,7 +323,7 @@ def _fleet_spec(run: Run, speed: float) -> FleetSpec:
     )
 
 
-def _start_operator(run: Run, sandbox: Sandbox) -> subprocess.Popen[bytes]:
+def _start_operator(run: Run, sandbox: LocalCluster) -> subprocess.Popen[bytes]:
     """The operator as the chart runs it, limited to the scenario's namespace."""
     env = os.environ | {
         "KUBECONFIG": str(sandbox.kubeconfig),

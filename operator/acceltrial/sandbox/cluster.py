@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from acceltrial.sandbox import crds
+from acceltrial.sandbox.access import Access
 from acceltrial.sandbox.controllers import Controllers
 from acceltrial.sandbox.defaults import default_builtin
 from acceltrial.sandbox.eks import SandboxEks
@@ -84,6 +85,11 @@ class Sandbox:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def access(self) -> Access:
+        """How in-process clients reach it (plain HTTP: the emulator takes any token)."""
+        return Access(self.url)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from acceltrial.engine.candidate import VARIANT_LABEL
 from acceltrial.engine.queries import Variant
+from acceltrial.sandbox.access import Access, as_access
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions, Node, NodeExporter, Occupant
 from acceltrial.sandbox.fleet.counters import PodCounters
 from acceltrial.sandbox.fleet.gateway import route_status, status_changed, write_route_status
@@ -121,16 +122,17 @@ class Fleet(Collector):
 
     def __init__(
         self,
-        api_url: str,
+        cluster: Access | str,
         spec: FleetSpec,
         *,
         clock: Callable[[], float] = time.monotonic,
-        reader: Callable[[str, Entry], ClusterView] = read_cluster,
-        node_reader: Callable[[str], Sequence[Manifest]] = read_nodes,
+        reader: Callable[[Access, Entry], ClusterView] = read_cluster,
+        node_reader: Callable[[Access], Sequence[Manifest]] = read_nodes,
         wall_clock: Callable[[], float] = time.time,
-        status_writer: Callable[[str, Manifest, list[Manifest]], None] = write_route_status,
+        status_writer: Callable[[Access, Manifest, list[Manifest]], None] = write_route_status,
     ) -> None:
-        self.api_url = api_url
+        self.access = as_access(cluster)
+        self.api_url = self.access.url
         self.spec = spec
         self._clock = clock
         self._wall_clock = wall_clock
@@ -153,7 +155,7 @@ class Fleet(Collector):
     def advance(self) -> None:
         """Serve the time since the last call at the rates so far, then re-read the cluster and
         set each pod's rates from what it is offered now."""
-        view = self._read(self.api_url, self.spec.entry)
+        view = self._read(self.access, self.spec.entry)
         self._report_route_status(view)
         answered = routed(view, self.spec.entry, self.spec.rps)
         offered = answered.offered
@@ -175,7 +177,7 @@ class Fleet(Collector):
             return
         parents = route_status(view.route, resolved_rules(view, self.spec.entry))
         if status_changed(view.route, parents):
-            self._write_status(self.api_url, view.route, parents)
+            self._write_status(self.access, view.route, parents)
 
     def _serve_until(self, now: float) -> None:
         """Advance every pod's counters at its current rates up to ``now``."""
@@ -329,7 +331,7 @@ class Fleet(Collector):
         neuron-monitor on every Neuron node (the cluster's nodes as they are now)."""
         options = {"dcgm": self.spec.gpu_exporter, "neuron": self.spec.neuron_exporter}
         nodes = sorted(
-            (Node.of(manifest) for manifest in self._read_nodes(self.api_url)),
+            (Node.of(manifest) for manifest in self._read_nodes(self.access)),
             key=lambda node: node.name,
         )
         return [

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from acceltrial.engine.routes import Service, grant_allows
+from acceltrial.sandbox.access import Access, as_access
 
 Manifest = dict[str, Any]
 CONTROLLER = "acceltrial.dev/sandbox-gateway"
@@ -192,19 +193,20 @@ def status_changed(route: Manifest, parents: list[Manifest]) -> bool:
     return ours != parents
 
 
-def write_route_status(api_url: str, route: Manifest, parents: list[Manifest]) -> None:
+def write_route_status(cluster: Access | str, route: Manifest, parents: list[Manifest]) -> None:
     """Write ``status.parents`` through the status subresource (as the gateway's controller)."""
     meta = route["metadata"]
     path = f"/apis/{GROUP}/v1/namespaces/{meta['namespace']}/httproutes/{meta['name']}/status"
     body = json.dumps({"status": {"parents": parents}}).encode()
+    access = as_access(cluster)
     request = urllib.request.Request(
-        f"{api_url}{path}?fieldManager=sandbox-gateway",
+        f"{access.url}{path}?fieldManager=sandbox-gateway",
         data=body,
         method="PATCH",
         headers={"Content-Type": "application/merge-patch+json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=5):
+        with access.open(request, timeout=5):
             pass
     except urllib.error.HTTPError as error:
         if error.code != 404:  # the route went while we looked: nothing to report on

@@ -10,11 +10,12 @@ backend: the no-traffic scenario's broken gateway.
 from __future__ import annotations
 
 import json
-import urllib.request
+import urllib.error
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceltrial.sandbox.access import Access, as_access
 from acceltrial.sandbox.fleet.gateway import ResolvedRule, Routed, resolve, route_requests
 
 Manifest = dict[str, Any]
@@ -43,31 +44,32 @@ class ClusterView:
     """ReferenceGrants of the workloads' namespace."""
 
 
-def read_cluster(api_url: str, entry: Entry) -> ClusterView:
+def read_cluster(cluster: Access | str, entry: Entry) -> ClusterView:
     """List the entry namespace's pods and Services and read its HTTPRoute."""
-    base = f"{api_url}/api/v1/namespaces/{entry.namespace}"
-    pods = _get(f"{base}/pods").get("items", [])
-    services = {s["metadata"]["name"]: s for s in _get(f"{base}/services").get("items", [])}
+    access = as_access(cluster)
+    base = f"/api/v1/namespaces/{entry.namespace}"
+    pods = _get(access, f"{base}/pods").get("items", [])
+    services = {s["metadata"]["name"]: s for s in _get(access, f"{base}/services").get("items", [])}
     route: Manifest | None = None
     grants: list[Manifest] = []
     if entry.route is not None:
-        gateway = f"{api_url}/apis/gateway.networking.k8s.io"
+        gateway = "/apis/gateway.networking.k8s.io"
         where = entry.route_namespace or entry.namespace
-        route = _get(f"{gateway}/v1/namespaces/{where}/httproutes/{entry.route}") or None
-        listed = _get(f"{gateway}/v1beta1/namespaces/{entry.namespace}/referencegrants")
+        route = _get(access, f"{gateway}/v1/namespaces/{where}/httproutes/{entry.route}") or None
+        listed = _get(access, f"{gateway}/v1beta1/namespaces/{entry.namespace}/referencegrants")
         grants = listed.get("items", [])
     return ClusterView(pods, services, route, grants)
 
 
-def read_nodes(api_url: str) -> list[Manifest]:
+def read_nodes(cluster: Access | str) -> list[Manifest]:
     """The cluster's Nodes (the accelerator exporters run one pod on each)."""
-    items: list[Manifest] = _get(f"{api_url}/api/v1/nodes").get("items", [])
+    items: list[Manifest] = _get(as_access(cluster), "/api/v1/nodes").get("items", [])
     return items
 
 
-def _get(url: str) -> Manifest:
+def _get(access: Access, path: str) -> Manifest:
     try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
+        with access.open(path, timeout=5) as reply:
             result: Manifest = json.loads(reply.read())
             return result
     except urllib.error.HTTPError as error:

@@ -26,7 +26,10 @@ from types import TracebackType
 import yaml
 
 from acceltrial.api.crd import crd_manifest
+from acceltrial.sandbox.access import Access
+from acceltrial.sandbox.eks import SandboxEks
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
+from acceltrial.sandbox.realplane.accounts import write_service_account_kubeconfig
 from acceltrial.sandbox.realplane.binaries import Binaries, find_binaries
 from acceltrial.sandbox.realplane.client import AdminClient, ApiError
 from acceltrial.sandbox.realplane.pki import Certificates, issue_certificates
@@ -38,6 +41,7 @@ SERVICE_CLUSTER_IP_RANGE = "10.100.0.0/16"  # EKS's default, as the emulator
 START_TIMEOUT_SECONDS = 120.0
 KWOK_JOB_STAGES = Path(__file__).resolve().parents[1] / "kwok-job-stages.yaml"
 """How a Job's pod ends (sandbox/jobs.py's annotations), beside kwok's own stages."""
+NODE_GRACE = "10m"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -57,6 +61,8 @@ class RealControlPlane:
     ) -> None:
         self.requested_port = port
         self.topology = topology if topology is not None else load_topology()
+        self.eks: SandboxEks | None = None
+        """Managed node groups in moto's EKS API: the emulator's only (docs/sandbox.md)."""
         self.binaries = binaries or find_binaries()
         self.start_timeout = start_timeout
         self.keep_data = keep_data
@@ -73,6 +79,18 @@ class RealControlPlane:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def access(self) -> Access:
+        """How in-process clients reach it: its CA and the admin client certificate."""
+        if self.certificates is None:
+            raise RuntimeError("access needs a started control plane")
+        return Access(
+            self.url,
+            ca=self.certificates.ca,
+            client_cert=self.certificates.admin_cert,
+            client_key=self.certificates.admin_key,
+        )
 
     def start(self) -> RealControlPlane:
         began = time.monotonic()
@@ -108,6 +126,14 @@ class RealControlPlane:
         )
         self._baseline = snapshot(client)
         write_admin_kubeconfig(self.kubeconfig, self.url, certificates)
+
+    def service_account_kubeconfig(self, namespace: str, name: str, path: Path) -> Path:
+        """A kubeconfig at ``path`` that authenticates as the ServiceAccount (see .accounts):
+        what RBAC grants it, and nothing more."""
+        if self.certificates is None:
+            raise RuntimeError("service_account_kubeconfig() needs a started control plane")
+        client = AdminClient(self.url, self.certificates)
+        return write_service_account_kubeconfig(path, client, self.certificates.ca, namespace, name)
 
     def reset(self) -> None:
         """Remove what was made since the start (see :mod:`.reset`), for the next test."""
@@ -174,6 +200,12 @@ class RealControlPlane:
             "--secure-port=0",
             "--leader-elect=false",
             "--controllers=*",
+            # kwok posts the heartbeats of every Node from one process: on a loaded machine it
+            # falls behind the 50 s default, and the node lifecycle controller then marks the
+            # Nodes NotReady and their pods not Ready for good. A throwaway plane has no node
+            # failures to detect quickly.
+            f"--node-monitor-grace-period={NODE_GRACE}",
+            f"--node-startup-grace-period={NODE_GRACE}",
             f"--service-account-private-key-file={certificates.service_account_key}",
             f"--root-ca-file={certificates.ca}",
             "--profiling=false",

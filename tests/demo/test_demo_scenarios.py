@@ -139,6 +139,9 @@ def check_result(name: str, result: dict[str, Any]) -> None:
     if status["phase"] == "Promoted":
         assert [r["weight"] for r in refs] == [0, 100]
         assert status["economics"]["projectedMonthlySavings"] > 0
+    elif "original" not in status:  # stopped in preflight: nothing recorded, nothing changed
+        assert status["decision"]["verdict"] == "none"
+        assert not any(r["name"].endswith("-candidate") for r in refs), "the route as found"
     else:
         assert refs == status["original"]["httpRoute"]["backendRefs"], "routing as found"
     if name in ("promote", "low-utilization"):

@@ -7,10 +7,20 @@ longer run is ``make bench-faults``; docs/reliability.md has its figures."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from bench.faults import KINDS, run, table
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # Ten minutes on 2 cores, and its "stuck" figure depends on the machine's load: not in CI
+    # until it is shorter and load-proof (docs/reliability.md); `make bench-faults` runs it all.
+    pytest.mark.skipif(
+        os.environ.get("ACCELTRIAL_FAULT_SUITE") != "1",
+        reason="the fault suite runs with ACCELTRIAL_FAULT_SUITE=1 (or make bench-faults)",
+    ),
+]
 SHORT = ("api-409-on-writes", "api-503", "watch-410-gone", "prom-500-503-429")
 
 

@@ -66,7 +66,7 @@ def api() -> Iterator[Api]:
 def log(api: Api, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("operator")
     namespaces = (HOSTILE, "no-containers", "odd-route", "edited")
-    process = start_operator(api.sandbox, folder, *namespaces)  # type: ignore[attr-defined]
+    process = start_operator(api.sandbox.kubeconfig, folder, *namespaces)  # type: ignore[attr-defined]
     try:
         yield folder / "operator.log"
         assert process.poll() is None, "the operator is still running"

@@ -122,7 +122,9 @@ def operator(
     with pytest.MonkeyPatch.context() as patch:
         for name, value in s3.items():
             patch.setitem(os.environ, name, value)  # the operator's AWS settings, as IRSA's
-        process = start_operator(cluster, tmp_path_factory.mktemp("operator"), *NAMESPACES)
+        process = start_operator(
+            cluster.kubeconfig, tmp_path_factory.mktemp("operator"), *NAMESPACES
+        )
     try:
         yield
     finally:

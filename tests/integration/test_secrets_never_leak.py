@@ -50,7 +50,7 @@ def operator_log(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> 
         env.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_ID)
         env.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
         env.setenv("ACCELTRIAL_LOG_LEVEL", "debug")
-        process = start_operator(cluster, folder, *NAMESPACES)
+        process = start_operator(cluster.kubeconfig, folder, *NAMESPACES)
     try:
         yield folder / "operator.log"
     finally:

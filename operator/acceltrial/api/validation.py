@@ -75,6 +75,7 @@ def validate_trial(body: Any) -> list[Problem]:
     """All problems of one AcceleratorTrial document; empty when it is valid."""
     if not isinstance(body, dict):
         return [Problem("", f"expected an {KIND} object (a mapping), got {_kind_of(body)}")]
+    body = _without_nulls(body)
     problems = _schema_problems(body) + _metadata_problems(body)
     too_big = _integer_problems(body)
     spec = body.get("spec")
@@ -84,6 +85,16 @@ def validate_trial(body: Any) -> list[Problem]:
 
 
 _INT64 = range(-(2**63), 2**63)
+
+
+def _without_nulls(value: Any) -> Any:
+    """The document as the API server stores it: a field set to null is dropped (no field of
+    the CRD is nullable), so a required one set to null is missing, as the server says."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _integer_problems(value: Any, path: str = "") -> list[Problem]:

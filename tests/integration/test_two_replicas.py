@@ -165,7 +165,7 @@ def test_killing_the_active_replica_in_every_phase_still_promotes_once(
     api: Api, cluster: Sandbox, prometheus_url: str, replicas: Any
 ) -> None:
     path = start(api, "two-replicas", prometheus_url)
-    watch = RouteWatch(cluster.url, "two-replicas")
+    watch = RouteWatch(cluster.access, "two-replicas")
     pair = replicas("two-replicas")
     status = pair.run_until_done(api, path)
     assert status["phase"] == "Promoted"
@@ -182,7 +182,7 @@ def test_killing_the_active_replica_while_rolling_back_restores_exactly(
     api: Api, cluster: Sandbox, prometheus_url: str, replicas: Any
 ) -> None:
     path = start(api, "two-replicas-regress", prometheus_url)
-    watch = RouteWatch(cluster.url, "two-replicas-regress")
+    watch = RouteWatch(cluster.access, "two-replicas-regress")
     pair = replicas("two-replicas-regress")
     status = pair.run_until_done(api, path)
     assert status["phase"] == "RolledBack"

@@ -201,9 +201,14 @@ def test_a_pod_that_fits_nowhere_stays_pending_unschedulable(api: Api) -> None:
     assert condition["message"].startswith("0/5 nodes are available:")
     assert "2 Insufficient aws.amazon.com/neuroncore" in condition["message"]
     assert "nodeName" not in pod["spec"]
-    status = api.get(f"{DEPLOYMENTS}/huge").body["status"]
-    available_condition = next(c for c in status["conditions"] if c["type"] == "Available")
-    assert available_condition["status"] == "False"
+
+    def availability() -> dict[str, Any] | None:
+        # The deployment controller writes its conditions on its own schedule (a real one may
+        # not have yet when the scheduler has already answered).
+        status = api.get(f"{DEPLOYMENTS}/huge").body.get("status", {})
+        return next((c for c in status.get("conditions", []) if c["type"] == "Available"), None)
+
+    assert eventually(availability)["status"] == "False"
 
 
 def test_untolerated_taints_keep_pods_off_neuron_nodes(api: Api) -> None:

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.slow
 PROMOTE_RUNS = int(os.environ.get("ACCELTRIAL_PROMOTE_RUNS", "20" if os.environ.get("CI") else "3"))
 SCENARIOS = [p.stem for p in SHIPPED]
 ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1"
-ON_REAL = {"promote"}
+ON_REAL = {"promote", "shadow-promote", "shadow-rollback"}
 """Scenarios run on the real control plane by default (all with ACCELTRIAL_E2E_REAL=1)."""
 
 

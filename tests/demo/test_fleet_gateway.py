@@ -4,10 +4,14 @@ endpoints, and the route's status conditions as a Gateway API implementation wri
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from acceltrial.engine.candidate import VARIANT_LABEL
+from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial.sandbox.fleet.gateway import route_status, status_changed
+from acceltrial.sandbox.fleet.model import ServingProfile
 from acceltrial.sandbox.fleet.traffic import ClusterView, Entry, resolved_rules, routed
 
 NOW = datetime(2026, 12, 4, 3, 0, tzinfo=UTC)
@@ -92,3 +96,46 @@ def test_status_is_rewritten_only_when_it_changes_and_keeps_transition_times() -
     again = route_status(route, resolved_rules(cluster, ENTRY), later)
     assert again == parents
     assert not status_changed(route, again)
+
+
+MIRROR = {"type": "RequestMirror",
+          "requestMirror": {"backendRef": {"name": "inf2", "namespace": "ml", "port": 8000},
+                            "percent": 50}}  # fmt: skip
+
+
+def test_a_request_mirror_copies_a_share_of_the_rules_requests_without_serving_users() -> None:
+    cluster = view([{"backendRefs": [ref("gpu")], "filters": [MIRROR]}], [GRANT])
+    cluster = replace(cluster, pods=[pod("gpu-a", "gpu"), pod("inf2-a", "inf2")])
+    answered = routed(cluster, ENTRY, 10)
+    assert answered.offered == {"gpu-a": 10.0}, "every user is answered by the baseline"
+    assert answered.mirrored == {"inf2-a": 5.0}
+    quarter = {"type": "RequestMirror",
+               "requestMirror": {"backendRef": {"name": "inf2", "namespace": "ml", "port": 8000},
+                                 "fraction": {"numerator": 1, "denominator": 4}}}  # fmt: skip
+    assert cluster.route is not None
+    route = {
+        **cluster.route,
+        "spec": {"rules": [{"backendRefs": [ref("gpu")], "filters": [quarter]}]},
+    }
+    assert routed(replace(cluster, route=route), ENTRY, 10).mirrored == {"inf2-a": 2.5}
+
+
+def test_the_fleet_counts_users_requests_the_candidate_answered_not_its_copies() -> None:
+    candidate = pod("inf2-a", "inf2")
+    candidate["metadata"]["labels"][VARIANT_LABEL] = "candidate"
+    rules = [{"backendRefs": [ref("gpu")], "filters": [MIRROR]}]
+    cluster = replace(view(rules, [GRANT]), pods=[pod("gpu-a", "gpu"), candidate])
+    clock = iter(float(t) for t in range(100))
+    profile = ServingProfile(p50=1.0, p99=2.0, capacity_rps=50)
+    spec = FleetSpec(ENTRY, 10, 100, 10, {"baseline": profile, "candidate": profile})
+    fleet = Fleet("http://unused", spec, clock=lambda: next(clock),
+                  reader=lambda *_: cluster, status_writer=lambda *_: None)  # fmt: skip
+    fleet.advance()
+    fleet.advance()  # one second served
+    traffic = fleet.snapshot().variants
+    assert traffic["candidate"].offered_rps == 5.0, "the copies load the candidate"
+    assert traffic["candidate"].user_rps == 0.0
+    assert traffic["candidate"].user_requests == 0.0
+    assert traffic["baseline"].user_requests == 10.0
+    assert fleet.snapshot().mirrored_rps == 5.0
+    assert fleet.snapshot().candidate_percent == 0.0

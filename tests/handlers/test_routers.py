@@ -3,11 +3,16 @@ the weight it writes and reads back, and exactly what it restores."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from acceltrial.api.status import OriginalRouting, TrialStatus
 from acceltrial.engine.lifecycle import DeployCandidate
 from acceltrial.handlers.world import TrialWorld
-from acceltrial.kube.gateway import Kube
+from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.routing.gatewayapi import TRIAL_ANNOTATION, GatewayApiRouter
+from acceltrial.providers.routing.port import RoutingProblem
 from acceltrial.providers.routing.registry import ROUTERS
 from acceltrial.providers.routing.replicas import ReplicasRouter
 from tests.handlers.conftest import ROUTE, create_trial, trial_spec
@@ -79,3 +84,35 @@ def test_replicas_scales_the_candidate_to_its_share_and_leaves_the_baseline(
     assert api.get(f"{deployments}/llama3-gpu").body["spec"]["replicas"] == 2, "untouched"
     assert router.weight() is None, "a ratio of pods, nothing to read back"
     assert router.committed() == {}
+
+
+def test_a_route_write_refused_as_invalid_ends_the_trial_but_a_lost_race_is_retried(
+    api: Api, kube: Kube, namespace: str
+) -> None:
+    """A 422 on the route write is a refusal (the trial ends with the server's words) when the
+    route is as it was read; when someone wrote in between, it is the resourceVersion test
+    failing (also 422 on a real API server): a conflict, retried."""
+    router = world(api, kube, namespace, "gatewayapi").router
+    assert isinstance(router, GatewayApiRouter)
+    original = router.snapshot()
+    invalid = KubeError(422, "HTTP 422: spec.rules[0].filters[0]: Invalid value")
+
+    def refuse(*_: object, **__: object) -> None:
+        raise invalid
+
+    refusing = GatewayApiRouter(
+        replace(kube, timeout_seconds=kube.timeout_seconds), "llama3", router.shape
+    )
+    refusing.kube.set_route_rules = refuse  # type: ignore[method-assign]
+    with pytest.raises(KubeError) as refused:
+        refusing.set_weight(5, original)
+    assert refused.value.permanent
+    assert f"update the HTTPRoute {namespace}/llama3" in str(refused.value)
+
+    def race(route: dict[str, object], *_: object, **__: object) -> None:
+        api.merge(ROUTES.format(namespace), {"metadata": {"labels": {"edited": "yes"}}})
+        raise invalid
+
+    refusing.kube.set_route_rules = race  # type: ignore[method-assign]
+    with pytest.raises(RoutingProblem):
+        refusing.set_weight(5, original)

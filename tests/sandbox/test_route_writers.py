@@ -82,3 +82,63 @@ def test_another_writer_is_named_and_nothing_lands_outside_the_recorded_rules(
     assert after["spec"]["rules"][1]["backendRefs"] == [*recorded[0]["backendRefs"], added]
     assert after["spec"]["rules"][2]["backendRefs"] == recorded[1]["backendRefs"]
     assert "acceltrial.dev/trial" not in (after["metadata"].get("annotations") or {})
+
+
+def test_a_mirror_step_copies_to_the_candidate_and_leaves_the_route_exactly_as_found(
+    cluster: Backend, api: Api
+) -> None:
+    """The shadow step's RequestMirror filter as the Gateway API CRD validates it (a Service
+    reference names its port), beside a filter of the user's; the next step removes it, a
+    mirror removed by another writer is named, and rollback leaves the route as found."""
+    model = {"set": [{"name": "x-model", "value": "llama3"}]}
+    header = {"type": "RequestHeaderModifier", "requestHeaderModifier": model}
+    route = copy.deepcopy(ROUTE)
+    route["spec"]["rules"][0]["filters"] = [header]
+    assert api.post(ROUTES, route).status == 201
+    found = api.get(f"{ROUTES}/llama3").body["spec"]["rules"]
+    kube = Kube(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+
+    def router() -> GatewayApiRouter:
+        return GatewayApiRouter(kube, "llama3", SHAPE, (), "default/trial", (5,), (100,))
+
+    original = router().snapshot()
+    router().set_weight(0, original, mirror=100)
+    rules = api.get(f"{ROUTES}/llama3").body["spec"]["rules"]
+    mirror = {"type": "RequestMirror", "requestMirror": {
+        "backendRef": {"name": "llama3-inf2-candidate", "port": 8000}, "percent": 100}}  # fmt: skip
+    assert [f["type"] for f in rules[0]["filters"]] == ["RequestHeaderModifier", "RequestMirror"]
+    assert _without_defaults(rules[0]["filters"][1]) == mirror
+    assert rules[0]["backendRefs"] == found[0]["backendRefs"], "no user goes to the candidate"
+    assert _without_defaults(rules[1]["filters"][0]) == mirror, "every rule to the baseline"
+    assert router().weight(original) == 0
+    assert router().conflict(0, original, mirror=100) is None
+
+    router().set_weight(5, original)
+    rules = api.get(f"{ROUTES}/llama3").body["spec"]["rules"]
+    assert rules[0]["filters"] == found[0]["filters"]
+    assert "filters" not in rules[1]
+    assert router().conflict(5, original) is None
+
+    router().set_weight(0, original, mirror=100)
+    time.sleep(1.1)  # managedFields times are whole seconds: the other write comes later
+    patched = api.request(
+        "PATCH", f"{ROUTES}/llama3", [{"op": "remove", "path": "/spec/rules/1/filters"}],
+        "application/json-patch+json", fieldManager="kubectl-edit",
+    )  # fmt: skip
+    assert patched.status == 200, patched.body
+    conflict = router().conflict(0, original, mirror=100)
+    assert conflict is not None
+    assert "field manager 'kubectl-edit'" in conflict
+
+    router().restore(original)
+    assert api.get(f"{ROUTES}/llama3").body["spec"]["rules"] == found
+
+
+def _without_defaults(rule_filter: dict[str, Any]) -> dict[str, Any]:
+    """A filter without the group and kind the real API server defaults on a backendRef."""
+    result = copy.deepcopy(rule_filter)
+    ref = result["requestMirror"]["backendRef"]
+    for key, default in (("group", ""), ("kind", "Service")):
+        if ref.get(key) == default:
+            del ref[key]
+    return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,6 +39,7 @@ from acceltrial.engine.lifecycle import (
     ScaleCandidate,
     SetWeight,
     TickResult,
+    criteria_hash,
     decide,
     measurement_due,
     on_delete,
@@ -521,3 +524,54 @@ def test_a_promotion_whose_status_write_was_lost_is_finished_not_rolled_back() -
     assert result.status.counts == driver.status.counts, "the measurement is not judged"
     unbaked = decide(driver.spec, driver.status, replace(lost, candidate_handed_over=False))
     assert unbaked.status.phase == "BakingIn", "without the handover, the bake goes on"
+
+
+SHADOWED = [
+    {"mirror": 100, "duration": "2m"},
+    {"weight": 5, "duration": "2m"},
+    {"weight": 50, "duration": "2m"},
+]
+
+
+def test_a_mirror_step_copies_requests_before_any_user_reaches_the_candidate() -> None:
+    driver = Driver(make_spec(steps=SHADOWED))
+    driver.run_until("Promoted")
+    written = [(a.weight, a.mirror) for a in driver.actions() if isinstance(a, SetWeight)]
+    assert written == [(0, 100), (5, 0), (50, 0), (100, 0)]
+    messages = [r.status.message for r in driver.history if r.status.step == 1]
+    assert any("100% of requests mirrored" in (m or "") for m in messages), messages
+
+
+def test_a_build_that_fails_on_mirrored_copies_is_rolled_back_before_any_weighted_step() -> None:
+    driver = Driver(make_spec(steps=SHADOWED))
+    driver.run_until("Progressing")
+    driver.tick()  # the candidate is Available: the mirror step begins
+    assert driver.status.step == 1
+    assert driver.status.canary_weight == 0
+    driver.run_until("RollingBack", outcome="Fail")
+    driver.run_until("RolledBack")
+    assert [a.weight for a in driver.actions() if isinstance(a, SetWeight)] == [0]
+    assert RestoreRouting() in driver.actions()
+    decision = driver.status.decision
+    assert decision is not None
+    assert decision.reason_code == CRITERION_FAILED
+    assert "at step 1 (100% of requests mirrored, no user served)" in decision.reason
+
+
+def test_a_mirror_removed_by_someone_else_is_set_back_with_the_mirror() -> None:
+    driver = Driver(make_spec(steps=SHADOWED))
+    driver.run_until("Progressing")
+    driver.tick()
+    result = driver.tick(observed_weight=5)  # the route holds 5% where the trial mirrors only
+    assert SetWeight(0, 100) in result.actions
+
+
+def test_the_criteria_hash_of_steps_without_mirror_is_unchanged() -> None:
+    """Trials started before mirror steps existed keep their hash (no spec-change hold)."""
+    spec = make_spec()
+    before = {
+        "steps": [{"weight": s.weight, "duration": s.duration} for s in spec.steps],
+        "analysis": spec.analysis.model_dump(mode="json", by_alias=True),
+    }
+    digest = hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()
+    assert criteria_hash(spec) == digest

@@ -112,6 +112,8 @@ class ControlledTest(ApiModel):
     """Hash of spec.steps and spec.analysis, frozen when the trial started."""
     started_at: datetime | None = None
     criteria: list[CriterionSummary] = Field(default_factory=list)
+    planned_mirrors: list[int] = Field(default_factory=list)
+    """The shadow steps' mirror percentages, before any user was served by the candidate."""
     planned_weights: list[int] = Field(default_factory=list)
     weights_reached: list[int] = Field(default_factory=list)
     measurements: int = 0

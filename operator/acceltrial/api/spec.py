@@ -211,12 +211,37 @@ class TrafficSpec(ApiModel):
 
 
 class Step(ApiModel):
-    """One traffic step: the candidate's share and how long it is judged at that share."""
+    """One step: the candidate's share of traffic (or of mirrored copies) and how long it is
+    judged at that share."""
 
-    weight: int = Field(ge=1, le=100)
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            cel(
+                "has(self.weight) != has(self.mirror)",
+                "give a step either weight (users served by the candidate) or mirror (copies "
+                "of requests, answers discarded), not both",
+            ),
+        )
+    )
+
+    weight: int | None = Field(default=None, ge=1, le=100)
     """Percentage of traffic sent to the candidate during this step (1..100)."""
+    mirror: int | None = Field(default=None, ge=1, le=100)
+    """A shadow step: percentage of the requests copied to the candidate (Gateway API
+    RequestMirror filter) while the baseline answers every user; the candidate's answers are
+    discarded. Judged like any step; mirror steps come before the weighted ones."""
     duration: Duration
     """How long the step lasts; analysis runs every analysis.interval during it."""
+
+    @property
+    def share(self) -> int:
+        """The users' share the candidate serves at this step (0 for a mirror step)."""
+        return self.weight or 0
+
+    @property
+    def mirrored(self) -> int:
+        """The percentage of requests copied to the candidate at this step (0 if none)."""
+        return self.mirror or 0
 
 
 class Bounds(ApiModel):
@@ -540,6 +565,12 @@ class TrialSpec(ApiModel):
                 "without a measurement",
                 ".steps",
             ),
+            cel(
+                "!self.steps.exists(s, has(s.mirror)) || self.traffic.router == 'gatewayapi'",
+                "mirror steps need traffic.router gatewayapi: the replicas router cannot copy "
+                "requests",
+                ".steps",
+            ),
         )
     )
 
@@ -556,12 +587,19 @@ class TrialSpec(ApiModel):
             cel(
                 "["
                 + ", ".join(str(i) for i in range(1, MAX_STEPS))
-                + "].all(i, i >= size(self) || self[i].weight > self[i - 1].weight)",
-                "step weights must increase strictly from one step to the next",
-            )
+                + "].all(i, i >= size(self) || !has(self[i - 1].weight) || "
+                "(has(self[i].weight) && self[i].weight > self[i - 1].weight))",
+                "step weights must increase strictly from one step to the next, and mirror "
+                "steps come before every weighted step",
+            ),
+            cel(
+                "self.exists(s, has(s.weight))",
+                "give at least one step with a weight: mirror steps alone never serve a user",
+            ),
         ),
     )
-    """Traffic steps, in order; weights increase strictly within 1..100."""
+    """Steps, in order: optional mirror (shadow) steps first, then traffic steps whose weights
+    increase strictly within 1..100."""
     analysis: AnalysisSpec
     """How each step is judged."""
     promotion: PromotionSpec = PromotionSpec()

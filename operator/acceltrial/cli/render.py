@@ -299,8 +299,8 @@ def markdown(report: Report) -> str:
     out += [
         f"- criteria fixed before the start (hash `{short_hash(test.criteria_hash)}`), "
         f"started {test.started_at}",
-        f"- planned weights {test.planned_weights}; reached {test.weights_reached}; "
-        f"{test.measurements} measurements",
+        f"- {_shadow(test.planned_mirrors)}planned weights {test.planned_weights}; reached "
+        f"{test.weights_reached}; {test.measurements} measurements",
         f"- rollback ready (routing recorded before the first change): "
         f"{'yes' if test.rollback_ready else 'no'}",
         "",
@@ -540,6 +540,7 @@ def html_page(report: Report) -> str:
     notes = "".join(f"<li>{esc(n)}</li>" for n in report.compatibility.notes)
     title = f"Decision report: {report.namespace}/{report.trial}"
     digest = test.criteria_hash or ""
+    shadow = esc(_shadow(test.planned_mirrors).capitalize())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{_STYLE}</style></head><body>
@@ -557,10 +558,17 @@ def html_page(report: Report) -> str:
 <h2>The controlled test</h2>
 <p>Criteria fixed before the start (hash
 <code title="{esc(digest)}">{esc(short_hash(digest))}</code>).
-Planned weights {test.planned_weights}, reached {test.weights_reached}, {test.measurements}
+{shadow}Planned weights {test.planned_weights}, reached {test.weights_reached}, {test.measurements}
 measurements. Rollback ready: {"yes" if test.rollback_ready else "no"}.</p>
 {criteria}
 {"<h2>Commit these (GitOps)</h2>" + gitops if gitops else ""}
 <p><small>Generated {esc(str(report.generated_at))} by acceltrial.</small></p>
 </body></html>
 """
+
+
+def _shadow(mirrors: list[int]) -> str:
+    """The shadow steps, as a sentence's opening, when the trial had any."""
+    if not mirrors:
+        return ""
+    return f"shadow steps mirroring {mirrors}% of requests (no user served by the candidate); "

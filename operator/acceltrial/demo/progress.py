@@ -69,8 +69,14 @@ def traffic_line(snapshot: FleetSnapshot) -> str:
     parts = []
     for variant, traffic in snapshot.variants.items():
         pods = f"{traffic.pods} pod{'s' if traffic.pods != 1 else ''}"
-        parts.append(f"{variant} {traffic.offered_rps:.1f} req/s on {pods}")
-    return "traffic: " + ", ".join(parts) + f" ({snapshot.candidate_percent:.0f}% to the candidate)"
+        parts.append(f"{variant} {traffic.user_rps:.1f} req/s on {pods}")
+    mirrored = snapshot.mirrored_rps
+    copies = f", {mirrored:.1f} req/s mirrored to it" if mirrored > 0.05 else ""
+    return (
+        "traffic: "
+        + ", ".join(parts)
+        + f" ({snapshot.candidate_percent:.0f}% to the candidate{copies})"
+    )
 
 
 def latest_results(status: Manifest) -> list[Manifest]:

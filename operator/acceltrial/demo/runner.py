@@ -191,7 +191,12 @@ def _interrupts_as_exit() -> Iterator[None]:
 
 def _introduce(run: Run, path: Path, speed: float) -> None:
     spec = run.trial["spec"]
-    steps = " -> ".join(f"{s['weight']}% for {s['duration']}" for s in spec["steps"])
+    steps = " -> ".join(
+        f"{s['weight']}% for {s['duration']}"
+        if "weight" in s
+        else f"{s['mirror']}% mirrored for {s['duration']}"
+        for s in spec["steps"]
+    )
     print(f"acceltrial demo: {path.stem}", file=run.out)
     print(f"  {run.scenario.description.strip()}", file=run.out)
     print(
@@ -219,6 +224,9 @@ def _expected(scenario: Scenario) -> str:
         parts.append(f"(reasonCode {expect.reason_code})")
     if expect.served_by:
         parts.append(f"then served by the {expect.served_by}")
+    if expect.max_candidate_user_requests is not None:
+        most = expect.max_candidate_user_requests
+        parts.append(f"with at most {most:g} users' requests answered by the candidate")
     return " ".join(parts)
 
 
@@ -258,7 +266,8 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
         client.create(TRIALS.format(run.namespace), trial)
         run.say(f"applied AcceleratorTrial {run.namespace}/{trial['metadata']['name']}")
         status = _watch(run, client, fleet, prometheus, options.speed)
-        return _conclude(run, client, status, options)
+        candidate_users = fleet.snapshot().variants["candidate"].user_requests
+        return _conclude(run, client, status, options, candidate_users)
 
 
 def _fleet_spec(run: Run, speed: float) -> FleetSpec:
@@ -465,7 +474,13 @@ class _Seen:
         if phase in ("Progressing", "Paused") and step and step != self.step:
             self.step = step
             weight = status.get("canaryWeight", 0)
-            run.say(f"step {step}/{steps}: {weight}% of requests go to the candidate")
+            mirror = run.trial["spec"]["steps"][step - 1].get("mirror") if step <= steps else None
+            run.say(
+                f"step {step}/{steps}: {mirror}% of requests mirrored to the candidate, its "
+                "answers discarded (no user served by it)"
+                if mirror and not weight
+                else f"step {step}/{steps}: {weight}% of requests go to the candidate"
+            )
 
     def _measurement(self, run: Run, status: Manifest, fleet: Fleet, steps: int) -> None:
         results = progress.latest_results(status)
@@ -506,7 +521,9 @@ def _metrics_by_criterion(trial: Manifest) -> dict[str, str | None]:
     return {c["name"]: c.get("metric") for c in trial["spec"]["analysis"]["criteria"]}
 
 
-def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) -> bool:
+def _conclude(
+    run: Run, client: Client, body: Manifest, options: DemoOptions, candidate_users: float
+) -> bool:
     status = body.get("status") or {}
     decision = status.get("decision") or {}
     out = run.out
@@ -531,7 +548,8 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
     print(f"Routing: {routing_said}", file=out)
     serving, serving_said = served_by(client, run.trial)
     print(f"Serving: {serving_said}", file=out)
-    matched, said = _matches(run.scenario, status, serving)
+    print(f"Users' requests the candidate answered: {candidate_users:.0f}", file=out)
+    matched, said = _matches(run.scenario, status, serving, candidate_users)
     print(f"Expected {_expected(run.scenario)}: {said}", file=out, flush=True)
     if options.result_file is not None:
         options.result_file.write_text(
@@ -543,6 +561,7 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
                     if report is None
                     else report.model_dump(mode="json", by_alias=True, exclude_none=True),
                     "matched": matched and routing_ok,
+                    "candidateUserRequests": round(candidate_users, 3),
                     "pids": run.pids,
                 },
                 indent=2,
@@ -555,6 +574,11 @@ def _conclude(run: Run, client: Client, body: Manifest, options: DemoOptions) ->
 def _report(run: Run, client: Client) -> Report | None:
     name = report_name(run.trial["metadata"]["name"])
     return read_report(client.get(f"/api/v1/namespaces/{run.namespace}/configmaps/{name}"))
+
+
+def _planned(mirrors: list[int], weights: list[int]) -> str:
+    shadow = f"mirror {mirrors} then " if mirrors else ""
+    return f"{shadow}{weights}"
 
 
 def _report_lines(run: Run, report: Report | None) -> list[str]:
@@ -574,7 +598,8 @@ def _report_lines(run: Run, report: Report | None) -> list[str]:
         f"  candidate deployed and served traffic: {'yes' if compatibility.deployed else 'no'}; "
         f"healthy: {'yes' if compatibility.healthy else 'no'}",
         f"  controlled test: {test.measurements} measurements at weights {test.weights_reached} "
-        f"of {test.planned_weights}; criteria hash {short_hash(test.criteria_hash)}; "
+        f"of {_planned(test.planned_mirrors, test.planned_weights)}; criteria hash "
+        f"{short_hash(test.criteria_hash)}; "
         f"rollback ready: "
         f"{'yes' if test.rollback_ready else 'no'}",
         *(["  GitOps: commit " + ", ".join(report.gitops)] if report.gitops else []),
@@ -620,9 +645,14 @@ def _routing_check(run: Run, client: Client, status: Manifest) -> tuple[bool, st
     return ok, said
 
 
-def _matches(scenario: Scenario, status: Manifest, serving: str | None) -> tuple[bool, str]:
+def _matches(
+    scenario: Scenario, status: Manifest, serving: str | None, candidate_users: float = 0.0
+) -> tuple[bool, str]:
     expect = scenario.expect
     problems = []
+    most = expect.max_candidate_user_requests
+    if most is not None and candidate_users > most:
+        problems.append(f"the candidate answered {candidate_users:.0f} users' requests")
     if expect.served_by is not None and serving != expect.served_by:
         problems.append(f"served by {serving or 'nothing'}, not the {expect.served_by}")
     if status.get("phase") != expect.phase:

@@ -273,6 +273,10 @@ class Expect(ApiModel):
     """Text the decision's reason must contain."""
     reason_code: ReasonCode | None = None
     """The decision's status.decision.reasonCode (CriterionFailed, Inconclusive, ...)."""
+    max_candidate_user_requests: float | None = Field(default=None, ge=0)
+    """At most this many users' requests answered by the candidate over the whole run, as the
+    fleet counts them (mirrored copies are not users' requests): 0 for a shadow step that
+    rolls a broken build back before any user sees it."""
 
 
 class Scenario(ApiModel):

@@ -129,12 +129,13 @@ def cost_figures(
     targets: Mapping[Variant, VariantTarget],
     resources: Mapping[Variant, VariantResources],
     economics: EconomicsSpec,
-    production_from: Literal["both", "candidate"] = "both",
+    production_from: Literal["both", "candidate", "baseline"] = "both",
 ) -> CostFigures:
     """Both variants' cost figures from this measurement's readings.
 
     All production traffic is what both variants served, or, during the bake (when the
-    baseline's readings come from before it), what the candidate alone serves.
+    baseline's readings come from before it), what the candidate alone serves, or, while
+    requests are only mirrored to the candidate, what the baseline alone serves.
     """
     inputs: dict[Variant, VariantInput] = {}
     gaps: list[str] = []
@@ -150,7 +151,7 @@ def cost_figures(
             utilization=values["accelerator_utilization"],
         )
         gaps += _gaps(variant, held, values)
-    production = inputs["candidate"].observed if production_from == "candidate" else None
+    production = None if production_from == "both" else inputs[production_from].observed
     comparison = compare(inputs["baseline"], inputs["candidate"], economics, production)
     return CostFigures(comparison, "; ".join(gaps) or "every input was measured")
 

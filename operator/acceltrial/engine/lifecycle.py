@@ -77,9 +77,11 @@ class DeployCandidate:
 
 @dataclass(frozen=True)
 class SetWeight:
-    """Send ``weight`` percent of the traffic to the candidate."""
+    """Send ``weight`` percent of the traffic to the candidate and copy ``mirror`` percent of
+    the requests to it (a shadow step: its answers are discarded); no mirror unless given."""
 
     weight: int
+    mirror: int = 0
 
 
 @dataclass(frozen=True)
@@ -209,10 +211,22 @@ class TickResult:
 def criteria_hash(spec: TrialSpec) -> str:
     """Hash of what is frozen at the start: the steps and the analysis."""
     frozen = {
-        "steps": [s.model_dump(mode="json", by_alias=True) for s in spec.steps],
+        # Unset fields (a step's mirror) are left out, so trials started before they existed
+        # keep their hash.
+        "steps": [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in spec.steps],
         "analysis": spec.analysis.model_dump(mode="json", by_alias=True),
     }
     return hashlib.sha256(json.dumps(frozen, sort_keys=True).encode()).hexdigest()
+
+
+def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
+    """The percentage of requests the trial copies to the candidate now: a mirror step's, while
+    the trial is at that step before promotion; 0 otherwise."""
+    if status.phase not in ("Progressing", "Paused") or not status.step:
+        return 0
+    if status.canary_weight:
+        return 0
+    return spec.steps[status.step - 1].mirrored if status.step <= len(spec.steps) else 0
 
 
 def measurement_due(spec: TrialSpec, status: TrialStatus, now: datetime) -> bool:
@@ -480,7 +494,12 @@ class _Tick:
         if measurement.economics is not None:
             self._update(economics=measurement.economics)
         verdict: StepStatus = assess(counts, self.spec.analysis)
-        where = f"at {self.status.canary_weight}%"
+        mirror = mirror_at(self.spec, self.status)
+        where = (
+            f"at step {self.status.step} ({mirror}% of requests mirrored, no user served)"
+            if mirror
+            else f"at {self.status.canary_weight}%"
+        )
         if verdict in ("Failed", "Errored"):
             code: ReasonCode = CRITERION_FAILED if verdict == "Failed" else MEASUREMENT_ERRORED
             self._roll_back("rollback", code, f"{measurement.reason} {where}")
@@ -520,12 +539,20 @@ class _Tick:
             self._promote()
 
     def _start_step(self, number: int) -> None:
-        weight = self.spec.steps[number - 1].weight
-        self.actions.append(SetWeight(weight))
+        step = self.spec.steps[number - 1]
+        self.actions.append(SetWeight(step.share, step.mirrored))
         self._update(
-            step=number, canary_weight=weight, step_started_at=self.obs.now, counts=AnalysisCounts()
+            step=number,
+            canary_weight=step.share,
+            step_started_at=self.obs.now,
+            counts=AnalysisCounts(),
         )
-        self._enter("Progressing", f"step {number}/{len(self.spec.steps)}: {weight}% of traffic")
+        what = (
+            f"{step.mirrored}% of requests mirrored to the candidate, its answers discarded"
+            if step.mirrored
+            else f"{step.share}% of traffic"
+        )
+        self._enter("Progressing", f"step {number}/{len(self.spec.steps)}: {what}")
 
     def _promote(self) -> None:
         self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
@@ -551,7 +578,7 @@ class _Tick:
         if self.obs.routing_conflict is not None:
             return  # someone else's change: never overwritten (the trial pauses instead)
         if observed is not None and expected is not None and observed != expected:
-            self.actions.append(SetWeight(expected))
+            self.actions.append(SetWeight(expected, mirror_at(self.spec, self.status)))
             drift = f"routing held {observed}%, set back to {expected}%"
             self.events.append(Event("Warning", "RoutingDrift", drift))
 

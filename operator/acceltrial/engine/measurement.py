@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.spec import AnalysisSpec, TrialSpec
@@ -40,7 +41,7 @@ from acceltrial.engine.costing import (
     observed_values,
     plan_cost_inputs,
 )
-from acceltrial.engine.lifecycle import Measurement
+from acceltrial.engine.lifecycle import Measurement, mirror_at
 from acceltrial.engine.queries import COST_METRICS, Variant, VariantTarget
 
 Readings = Mapping[tuple[str, Variant], Reading]
@@ -56,6 +57,9 @@ class MeasurementPlan:
     step: int
     """The step its results belong to: 0 during the bake after promotion."""
     baking: bool
+    mirror: int
+    """The percentage of requests copied to the candidate (a shadow step), 0 if none: all
+    production traffic is then the baseline's."""
     from_steps: BaselineCostFromSteps | None
     """The baseline's cost figures kept from the steps, compared with during the bake."""
 
@@ -74,8 +78,17 @@ def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> Mea
         weight=weight,
         step=0 if baking else status.step or 0,
         baking=baking,
+        mirror=mirror_at(spec, status),
         from_steps=status.economics.baseline_from_steps if status.economics else None,
     )
+
+
+def _production_from(planned: MeasurementPlan) -> Literal["both", "candidate", "baseline"]:
+    """Who serves the users: during the bake the candidate alone; while requests are only
+    mirrored, the baseline alone (the candidate's copies are no production traffic)."""
+    if planned.baking:
+        return "candidate"
+    return "baseline" if planned.mirror else "both"
 
 
 def preflight_window(analysis: AnalysisSpec, now: datetime) -> MeasurementWindow:
@@ -105,7 +118,7 @@ def judge_measurement(
         targets,
         resources,
         spec.economics,
-        production_from="candidate" if planned.baking else "both",
+        production_from=_production_from(planned),
     )
     judgements = [
         judge_cost_criterion(c, readings, costs, planned.cost_window, planned.from_steps)

@@ -169,13 +169,19 @@ def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
     return Variants(baseline=figures["baseline"], candidate=figures["candidate"])
 
 
+_BOTH: Sequence[Variant] = ("baseline", "candidate")
+
+
 def _workload(inputs: ReportInputs) -> Workload | None:
     measurement = inputs.measurement
     if measurement is None or measurement.observed is None:
         return None
-    at_full = bool(measurement.results) and measurement.results[0].weight == 100
-    # At 100% the baseline's figures are from before the bake: count the candidate only.
-    serving: Sequence[Variant] = ("candidate",) if at_full else ("baseline", "candidate")
+    weight = measurement.results[0].weight if measurement.results else None
+    # At 100% the baseline's figures are from before the bake: count the candidate only. At 0%
+    # (a mirror step) the candidate serves copies, not users: count the baseline only.
+    serving: Sequence[Variant] = (
+        ("candidate",) if weight == 100 else ("baseline",) if weight == 0 else _BOTH
+    )
     requests = tokens = concurrency = 0.0
     for variant in serving:
         observed = measurement.observed.get(variant) or {}
@@ -254,7 +260,8 @@ def _controlled_test(
         criteria_hash=status.criteria_hash,
         started_at=status.started_at,
         criteria=criteria,
-        planned_weights=[s.weight for s in spec.steps],
+        planned_mirrors=[s.mirror for s in spec.steps if s.mirror],
+        planned_weights=[s.weight for s in spec.steps if s.weight],
         weights_reached=reached,
         measurements=len(timeline),
         rollback_ready=status.original is not None,

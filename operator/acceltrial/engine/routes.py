@@ -209,14 +209,73 @@ def rule_percent(refs: Sequence[Mapping[str, Any]], shape: RouteShape) -> int | 
 
 
 def expected_rules(
-    found: Sequence[Mapping[str, Any]], indices: Sequence[int], shape: RouteShape, weight: int
+    found: Sequence[Mapping[str, Any]],
+    indices: Sequence[int],
+    shape: RouteShape,
+    weight: int,
+    mirror: int = 0,
 ) -> list[Manifest]:
-    """spec.rules as the trial leaves them at ``weight``: the recorded rules split, the rest as
-    found."""
+    """spec.rules as the trial leaves them at ``weight`` (and ``mirror``): the recorded rules
+    split, the rest as found."""
     rules = copy.deepcopy([dict(rule) for rule in found])
     for index in indices:
         rules[index]["backendRefs"] = split_rule(rules[index]["backendRefs"], shape, weight)
+        filters = mirrored_filters(rules[index], shape, mirror)
+        if filters is None:
+            rules[index].pop("filters", None)
+        else:
+            rules[index]["filters"] = filters
     return rules
+
+
+def mirror_filter(rule: Mapping[str, Any], shape: RouteShape, percent: int) -> Manifest:
+    """The filter that copies ``percent`` of ``rule``'s requests to the candidate (Gateway API
+    ``RequestMirror``; the gateway discards its answers), at the port the candidate's
+    backendRef has (a Service reference must name one)."""
+    baseline = (rule.get("backendRefs") or [])[_baseline_position(rule["backendRefs"], shape)]
+    weighted = candidate_ref(baseline, shape)
+    ref = {k: weighted[k] for k in ("group", "kind", "name", "namespace", "port") if k in weighted}
+    return {"type": "RequestMirror", "requestMirror": {"backendRef": ref, "percent": percent}}
+
+
+def is_candidate_mirror(rule_filter: Mapping[str, Any], shape: RouteShape) -> bool:
+    """Whether a rule filter is the trial's RequestMirror to the candidate."""
+    if rule_filter.get("type") != "RequestMirror":
+        return False
+    ref = (rule_filter.get("requestMirror") or {}).get("backendRef") or {}
+    return shape.candidate.matches(ref, shape.namespace)
+
+
+def mirrored_filters(
+    rule: Mapping[str, Any],
+    shape: RouteShape,
+    percent: int,
+    recorded: Mapping[str, Any] | None = None,
+) -> list[Manifest] | None:
+    """A rule's filters with the trial's mirror at ``percent`` (none at 0) and everyone else's
+    kept in place; None (no ``filters`` at all) where none is left and the rule as the trial
+    recorded it (``recorded``, default ``rule``) had none."""
+    filters = rule.get("filters")
+    kept = [copy.deepcopy(dict(f)) for f in filters or [] if not is_candidate_mirror(f, shape)]
+    if percent:
+        kept.append(mirror_filter(rule, shape, percent))
+    if not kept and "filters" not in (rule if recorded is None else recorded):
+        return None
+    return kept
+
+
+def mirror_percent(rule: Mapping[str, Any], shape: RouteShape) -> int:
+    """The percentage of a rule's requests the trial's mirror copies to the candidate (0: none)."""
+    for rule_filter in rule.get("filters") or []:
+        if is_candidate_mirror(rule_filter, shape):
+            mirror = rule_filter.get("requestMirror") or {}
+            if "fraction" in mirror:
+                fraction = mirror["fraction"]
+                return round(
+                    100 * int(fraction["numerator"]) / int(fraction.get("denominator", 100))
+                )
+            return int(mirror.get("percent", 100))
+    return 0
 
 
 def locate(live: Sequence[Mapping[str, Any]], recorded: Mapping[str, Any]) -> int | None:

@@ -53,7 +53,7 @@ class Executor:
             kube.apply(with_neuron_scheduler(deployment, snapshot.spec))
             kube.apply(derive_service(service, trial))
         elif isinstance(action, SetWeight) and status.original is not None:
-            self.router.set_weight(action.weight, status.original)
+            self.router.set_weight(action.weight, status.original, action.mirror)
         elif isinstance(action, RestoreRouting) and status.original is not None:
             self.router.restore(status.original)
         elif isinstance(action, RemoveCandidate):

@@ -25,6 +25,7 @@ from acceltrial.engine.lifecycle import (
     Measurement,
     Observation,
     measurement_due,
+    mirror_at,
 )
 from acceltrial.engine.preflight import available, available_replicas
 from acceltrial.engine.promotion import AutoscalerBounds
@@ -123,7 +124,9 @@ class TrialWorld:
         """Another writer's change to the routing, and the gateway's refusal of it, if any."""
         if status.original is None or status.canary_weight is None:
             return None, None
-        return self.router.conflict(status.canary_weight, status.original), self.router.refusal()
+        mirror = mirror_at(self.spec, status)
+        conflict = self.router.conflict(status.canary_weight, status.original, mirror)
+        return conflict, self.router.refusal()
 
     def _compile_job(self) -> CompileJobState | None:
         return observe_compile(self.kube, self.spec, self.trial)

@@ -252,9 +252,11 @@ class Kube:
         route: Manifest,
         backend_refs: dict[int, list[Manifest]],
         annotations: dict[str, str | None] | None = None,
+        filters: dict[int, list[Manifest] | None] | None = None,
     ) -> Manifest:
-        """Replace the backendRefs of the rules at the given indices (and set or, with None,
-        remove ``annotations``), only if the route is unchanged since it was read."""
+        """Replace the backendRefs of the rules at the given indices and, for those in
+        ``filters``, their filters (None: none at all), and set or, with None, remove
+        ``annotations``; only if the route is unchanged since it was read."""
         meta = route["metadata"]
         operations = [
             _test_version(route),
@@ -262,6 +264,7 @@ class Kube:
                 {"op": "replace", "path": f"/spec/rules/{index}/backendRefs", "value": refs}
                 for index, refs in sorted(backend_refs.items())
             ),
+            *_filter_operations(route, filters or {}),
             *annotation_operations(route, annotations or {}),
         ]
         return _call(
@@ -282,6 +285,21 @@ class Kube:
                 return []
             raise
         return list(reply.get("items") or [])
+
+
+def _filter_operations(
+    route: Manifest, filters: dict[int, list[Manifest] | None]
+) -> list[Manifest]:
+    rules = route.get("spec", {}).get("rules") or []
+    operations: list[Manifest] = []
+    for index, wanted in sorted(filters.items()):
+        path = f"/spec/rules/{index}/filters"
+        present = "filters" in rules[index]
+        if wanted is not None:
+            operations.append({"op": "add", "path": path, "value": wanted})  # add replaces too
+        elif present:
+            operations.append({"op": "remove", "path": path})
+    return operations
 
 
 def annotation_operations(obj: Manifest, wanted: dict[str, str | None]) -> list[Manifest]:

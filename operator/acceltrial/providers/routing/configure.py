@@ -31,5 +31,6 @@ def gateway_router(
         shape=shape,
         chosen=chosen,
         trial=f"{trial.namespace}/{trial.name}",
-        step_weights=[step.weight for step in spec.steps],
+        step_weights=[step.weight for step in spec.steps if step.weight],
+        step_mirrors=[step.mirror for step in spec.steps if step.mirror],
     )

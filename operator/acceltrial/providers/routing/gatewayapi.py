@@ -35,6 +35,8 @@ from acceltrial.engine.routes import (
     idle_baseline_problem,
     last_writer,
     locate,
+    mirror_percent,
+    mirrored_filters,
     restored_refs,
     rule_label,
     rule_percent,
@@ -62,6 +64,8 @@ class GatewayApiRouter:
     """``<namespace>/<name>`` of the trial, written into the route's annotation."""
     step_weights: Sequence[int] = field(default_factory=tuple)
     """The weights the trial may have written, to tell its own unfinished write from another's."""
+    step_mirrors: Sequence[int] = field(default_factory=tuple)
+    """The mirror percentages of its shadow steps, likewise."""
     _seen: Manifest | None = field(default=None, init=False, repr=False, compare=False)
     """The route as this tick observed it: weight, conflict and refusal read it once; any write
     forgets it, so read-backs see the server's answer."""
@@ -123,15 +127,17 @@ class GatewayApiRouter:
             ),
         )
 
-    def set_weight(self, weight: int, original: OriginalRouting) -> None:
+    def set_weight(self, weight: int, original: OriginalRouting, mirror: int = 0) -> None:
         found, indices = _recorded(original)
         route = self._route()
         live = _rules(route)
-        changes = {}
+        changes, filters = {}, {}
         for index in indices:
             place = self._place(live, found, index, original)
             changes[place] = split_rule(found[index]["backendRefs"], self.shape, weight)
-        self._write(route, changes, self.trial)
+            if mirror or mirror_percent(live[place], self.shape):
+                filters[place] = mirrored_filters(live[place], self.shape, mirror, found[index])
+        self._write(route, changes, self.trial, filters)
         held = self.weight(original)
         if held is not None and held != weight:
             raise RoutingProblem(f"wrote {weight}% but the {self._where} holds {held}%")
@@ -154,14 +160,15 @@ class GatewayApiRouter:
         # Rules that disagree: report one that differs from the first, so drift is seen.
         return next((p for p in held if p != held[0]), held[0])
 
-    def conflict(self, weight: int, original: OriginalRouting) -> str | None:
+    def conflict(self, weight: int, original: OriginalRouting, mirror: int = 0) -> str | None:
         """Who changed the route since the trial's last write, with what; None if nobody did.
         The trial's own unfinished write (the route at another of its weights, written last by
         us) is not a conflict: the next write sets it right."""
         route = self._observed()
         found, indices = _recorded(original)
         live = _rules(route)
-        if _legacy(original) or live == expected_rules(found, indices, self.shape, weight):
+        expected = expected_rules(found, indices, self.shape, weight, mirror)
+        if _legacy(original) or live == expected:
             return None  # a trial recorded by an older version kept no rules to compare
         entries = [
             e for e in route["metadata"].get("managedFields") or [] if not e.get("subresource")
@@ -170,19 +177,17 @@ class GatewayApiRouter:
             return None
         writer = last_writer(entries, FIELD_MANAGER)
         named = f"field manager {writer!r}" if writer else "a writer the API server does not name"
-        what = self._what(live, found, indices, weight)
+        what = self._what(live, expected)
         return f"{self._where} was changed by {named} since the trial's last write: {what}"
 
     def _own_state(self, live: list[Manifest], found: list[Manifest], indices: list[int]) -> bool:
-        weights = {0, 100, *self.step_weights}
-        return any(live == expected_rules(found, indices, self.shape, w) for w in weights)
+        splits = {(w, 0) for w in (0, 100, *self.step_weights)}
+        splits |= {(0, m) for m in self.step_mirrors}
+        return any(live == expected_rules(found, indices, self.shape, *s) for s in splits)
 
-    def _what(
-        self, live: list[Manifest], found: list[Manifest], indices: list[int], weight: int
-    ) -> str:
-        if len(live) != len(found):
-            return f"it has {len(live)} rules, the trial recorded {len(found)}"
-        expected = expected_rules(found, indices, self.shape, weight)
+    def _what(self, live: list[Manifest], expected: list[Manifest]) -> str:
+        if len(live) != len(expected):
+            return f"it has {len(live)} rules, the trial recorded {len(expected)}"
         for index, rule in enumerate(live):
             if rule != expected[index]:
                 return f"{rule_label(rule, index)} differs from what the trial wrote"
@@ -201,7 +206,7 @@ class GatewayApiRouter:
             return
         found, indices = _recorded(original)
         live = _rules(route)
-        changes = {}
+        changes, filters = {}, {}
         for index in indices:
             place = _locate(live, found, index, original)
             if place is None:
@@ -211,7 +216,9 @@ class GatewayApiRouter:
                 found[index]["backendRefs"], self.shape, rule_percent(refs, self.shape) or 0
             )
             changes[place] = restored_refs(refs, found[index]["backendRefs"], written, self.shape)
-        self._write(route, changes, None)
+            if mirror_percent(live[place], self.shape):
+                filters[place] = mirrored_filters(live[place], self.shape, 0, found[index])
+        self._write(route, changes, None, filters)
 
     def release(self) -> None:
         """After promotion the route is the user's again: the trial's annotation goes."""
@@ -235,13 +242,28 @@ class GatewayApiRouter:
         return place
 
     def _write(
-        self, route: Manifest, changes: dict[int, list[Manifest]], trial: str | None
+        self,
+        route: Manifest,
+        changes: dict[int, list[Manifest]],
+        trial: str | None,
+        filters: dict[int, list[Manifest] | None] | None = None,
     ) -> None:
         self._seen = None
         try:
-            self.kube.set_route_rules(route, changes, {TRIAL_ANNOTATION: trial})
+            self.kube.set_route_rules(route, changes, {TRIAL_ANNOTATION: trial}, filters)
         except KubeError as error:
+            if error.permanent and not self._changed_since(route):
+                # Refused as written (the route's own validation): retrying cannot help, and
+                # the trial ends with the server's reason.
+                raise error.doing(f"update the {self._where}") from None
             raise RoutingProblem(f"cannot update the {self._where}: {error}") from None
+
+    def _changed_since(self, route: Manifest) -> bool:
+        """Whether the route moved on since ``route`` was read: a failed resourceVersion test
+        (422 on the API server, as a refusal is), a conflict to retry."""
+        now = self.kube.http_route(self.namespace, self.route_name)
+        version = route["metadata"].get("resourceVersion")
+        return now is None or now["metadata"].get("resourceVersion") != version
 
     def _observed(self) -> Manifest:
         if self._seen is None:

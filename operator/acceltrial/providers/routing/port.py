@@ -22,17 +22,18 @@ class Router(Protocol):
         """The routing as found, to be recorded before the first change."""
         ...
 
-    def set_weight(self, weight: int, original: OriginalRouting) -> None:
-        """Send ``weight`` percent of the baseline's traffic to the candidate."""
+    def set_weight(self, weight: int, original: OriginalRouting, mirror: int = 0) -> None:
+        """Send ``weight`` percent of the baseline's traffic to the candidate, and copy
+        ``mirror`` percent of the requests to it (its answers discarded; 0: no copies)."""
         ...
 
     def weight(self, original: OriginalRouting | None = None) -> int | None:
         """The candidate's percentage the cluster holds now (None: this router cannot tell)."""
         ...
 
-    def conflict(self, weight: int, original: OriginalRouting) -> str | None:
-        """Who else changed the routing since the trial set ``weight``, and how; None if
-        nobody did."""
+    def conflict(self, weight: int, original: OriginalRouting, mirror: int = 0) -> str | None:
+        """Who else changed the routing since the trial set ``weight`` (and ``mirror``), and
+        how; None if nobody did."""
         ...
 
     def refusal(self) -> str | None:

@@ -29,7 +29,9 @@ class ReplicasRouter:
         replicas = int((baseline or {}).get("spec", {}).get("replicas", 1))
         return OriginalRouting(router="replicas", baseline_replicas=replicas)
 
-    def set_weight(self, weight: int, original: OriginalRouting) -> None:
+    def set_weight(self, weight: int, original: OriginalRouting, mirror: int = 0) -> None:
+        # Mirror steps are refused at admission for this router: pods behind one Service
+        # cannot copy requests.
         wanted = replicas_for_share(original.baseline_replicas or 1, weight)
         if weight >= 100:
             # All traffic never shrinks a candidate already scaled for production.
@@ -43,7 +45,7 @@ class ReplicasRouter:
     def weight(self, original: OriginalRouting | None = None) -> int | None:
         return None  # the share is a ratio of pods, not a setting to read back
 
-    def conflict(self, weight: int, original: OriginalRouting) -> str | None:
+    def conflict(self, weight: int, original: OriginalRouting, mirror: int = 0) -> str | None:
         return None  # only the candidate is scaled, which nobody else writes
 
     def refusal(self) -> str | None:

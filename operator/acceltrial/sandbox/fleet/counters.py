@@ -67,6 +67,11 @@ class PodCounters:
     prompt_tokens: float = 0.0
     generated_tokens: float = 0.0
     rates: ReplicaRates | None = None
+    user_share: float = 1.0
+    """The share of what it is offered now that users sent (the rest: mirrored copies, whose
+    answers the gateway discards)."""
+    user_requests: float = 0.0
+    """Requests from users it has answered (succeeded or failed), copies not counted."""
 
     @property
     def failed(self) -> float:

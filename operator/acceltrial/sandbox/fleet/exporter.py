@@ -103,8 +103,13 @@ class VariantTraffic:
 
     pods: int
     offered_rps: float
+    """Requests per second it is offered, mirrored copies included."""
     succeeded_rps: float
     p99: float | None
+    user_rps: float = 0.0
+    """Requests per second from users (what the gateway answers them with)."""
+    user_requests: float = 0.0
+    """Requests from users it has answered since the fleet started."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +118,14 @@ class FleetSnapshot:
 
     @property
     def candidate_percent(self) -> float:
-        total = sum(v.offered_rps for v in self.variants.values())
-        return 100 * self.variants["candidate"].offered_rps / total if total else 0.0
+        total = sum(v.user_rps for v in self.variants.values())
+        return 100 * self.variants["candidate"].user_rps / total if total else 0.0
+
+    @property
+    def mirrored_rps(self) -> float:
+        """Copies of requests per second the candidate gets (a shadow step)."""
+        candidate = self.variants["candidate"]
+        return candidate.offered_rps - candidate.user_rps
 
 
 class Fleet(Collector):
@@ -145,6 +156,8 @@ class Fleet(Collector):
         self._gateway_errors: dict[int, float] = {}
         self._pods: dict[str, PodCounters] = {}
         self._first_served: dict[Variant, float] = {}
+        self._user_requests: dict[Variant, float] = {"baseline": 0.0, "candidate": 0.0}
+        """Users' requests answered by pods no longer Ready."""
         self._last: float | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -158,7 +171,7 @@ class Fleet(Collector):
         view = self._read(self.access, self.spec.entry)
         self._report_route_status(view)
         answered = routed(view, self.spec.entry, self.spec.rps)
-        offered = answered.offered
+        offered, mirrored = answered.offered, answered.mirrored
         now = self._clock()
         with self._lock:
             self._serve_until(now)
@@ -167,7 +180,9 @@ class Fleet(Collector):
             shares = self._shares(offered)
             for name, pod in self._pods.items():
                 profile = self._profile(pod.variant, shares[pod.variant], now)
-                pod.rates = serve(profile, offered.get(name, 0.0))
+                users, copies = offered.get(name, 0.0), mirrored.get(name, 0.0)
+                pod.rates = serve(profile, users + copies)
+                pod.user_share = users / (users + copies) if users + copies > 0 else 1.0
                 if pod.rates.offered > 0:
                     self._first_served.setdefault(pod.variant, now)
 
@@ -192,7 +207,8 @@ class Fleet(Collector):
     def _sync_pods(self, view: ClusterView) -> None:
         current = {p["metadata"]["name"]: p for p in view.pods if ready(p)}
         for gone in set(self._pods) - set(current):
-            del self._pods[gone]
+            leaving = self._pods.pop(gone)
+            self._user_requests[leaving.variant] += leaving.user_requests
         for name, pod in current.items():
             if name not in self._pods:
                 labels = pod["metadata"].get("labels") or {}
@@ -238,6 +254,7 @@ class Fleet(Collector):
 
     def _accumulate(self, pod: PodCounters, rates: ReplicaRates, seconds: float) -> None:
         ok = rates.succeeded * seconds
+        pod.user_requests += rates.offered * pod.user_share * seconds
         generated = self.spec.generated_tokens
         pod.succeeded += ok
         pod.refused += rates.refused * seconds
@@ -277,13 +294,17 @@ class Fleet(Collector):
         with self._lock:
             result: dict[Variant, VariantTraffic] = {}
             for variant in ("baseline", "candidate"):
-                rates = [p.rates for p in self._pods.values() if p.variant == variant and p.rates]
+                pods = [p for p in self._pods.values() if p.variant == variant and p.rates]
+                rates = [p.rates for p in pods if p.rates]
                 busy = [r for r in rates if r.succeeded > 0]
                 result[variant] = VariantTraffic(
                     pods=len(rates),
                     offered_rps=sum(r.offered for r in rates),
                     succeeded_rps=sum(r.succeeded for r in rates),
                     p99=max((r.latency_quantile(0.99) for r in busy), default=None),
+                    user_rps=sum(p.rates.offered * p.user_share for p in pods if p.rates),
+                    user_requests=self._user_requests[variant]
+                    + sum(p.user_requests for p in self._pods.values() if p.variant == variant),
                 )
             return FleetSnapshot(result)
 

@@ -9,8 +9,9 @@ is answered HTTP 503. The route's ``status.parents[]`` get ``Accepted`` and ``Re
 conditions with the reasons the Gateway API defines (``RefNotPermitted``, ``BackendNotFound``,
 ``InvalidKind``), for the current ``metadata.generation``.
 
-Each rule's resolution keeps the rule (its filters included), so a filter such as
-``RequestMirror`` can later be served from :func:`resolve` without changing the split.
+A rule's ``RequestMirror`` filters copy its requests (``percent`` or ``fraction`` of them, all
+when neither is given) to their backend's Ready pods; the gateway discards the copies' answers,
+so they load the mirror's pods without serving any user.
 """
 
 from __future__ import annotations
@@ -42,9 +43,18 @@ class Backend:
 
 
 @dataclass(frozen=True)
+class Mirror:
+    """A rule's RequestMirror filter as the gateway resolved it."""
+
+    backend: Backend
+    percent: float
+
+
+@dataclass(frozen=True)
 class ResolvedRule:
     rule: Manifest
     backends: Sequence[Backend]
+    mirrors: Sequence[Mirror] = ()
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,8 @@ class Routed:
     """Requests per second offered to each Ready pod, and answered by the gateway itself."""
 
     offered: dict[str, float] = field(default_factory=dict)
+    mirrored: dict[str, float] = field(default_factory=dict)
+    """Copies of requests per second each Ready pod gets from RequestMirror filters."""
     errors: dict[int, float] = field(default_factory=dict)
     """HTTP status -> requests per second the gateway answered without a backend."""
 
@@ -67,15 +79,31 @@ def resolve(
     function from a Service to its Ready pods) cover ``namespace``, where the workloads run."""
     route_namespace = route.get("metadata", {}).get("namespace", namespace)
     resolved = []
+
+    def backend(ref: Manifest, weight: int) -> Backend:
+        refused = _refusal(ref, route_namespace, namespace, services, grants)
+        service = services.get(ref.get("name", "")) if refused is None else None
+        return Backend(ref, weight, pods_of(service) if service else (), refused)
+
     for rule in route.get("spec", {}).get("rules") or []:
-        backends = []
-        for ref in rule.get("backendRefs") or []:
-            weight = max(0, int(ref.get("weight", 1)))
-            refused = _refusal(ref, route_namespace, namespace, services, grants)
-            service = services.get(ref.get("name", "")) if refused is None else None
-            backends.append(Backend(ref, weight, pods_of(service) if service else (), refused))
-        resolved.append(ResolvedRule(rule, backends))
+        backends = [
+            backend(ref, max(0, int(ref.get("weight", 1)))) for ref in rule.get("backendRefs") or []
+        ]
+        mirrors = [
+            Mirror(backend(f["requestMirror"].get("backendRef") or {}, 1), _mirror_percent(f))
+            for f in rule.get("filters") or []
+            if f.get("type") == "RequestMirror" and f.get("requestMirror")
+        ]
+        resolved.append(ResolvedRule(rule, backends, mirrors))
     return resolved
+
+
+def _mirror_percent(rule_filter: Manifest) -> float:
+    mirror = rule_filter["requestMirror"]
+    if "fraction" in mirror:
+        fraction = mirror["fraction"]
+        return 100.0 * float(fraction["numerator"]) / float(fraction.get("denominator", 100))
+    return float(mirror.get("percent", 100))
 
 
 def _refusal(
@@ -107,6 +135,11 @@ def route_requests(rules: Sequence[ResolvedRule], rps: float, honors_weights: bo
         if not honors_weights:
             backends = [Backend(b.ref, 1, b.pods, b.refused) for b in backends[:1]]
         total = sum(b.weight for b in backends)
+        for mirror in rule.mirrors:
+            copies = rps / len(rules) * mirror.percent / 100
+            for pod in mirror.backend.pods if mirror.backend.refused is None else ():
+                share = copies / len(mirror.backend.pods)
+                routed.mirrored[pod] = routed.mirrored.get(pod, 0.0) + share
         for backend in backends:
             if total == 0 or backend.weight == 0:
                 continue

@@ -14,11 +14,12 @@ from bench.faults import KINDS, run, table
 
 pytestmark = [
     pytest.mark.slow,
-    # Ten minutes on 2 cores, and its "stuck" figure depends on the machine's load: not in CI
-    # until it is shorter and load-proof (docs/reliability.md); `make bench-faults` runs it all.
+    # About ten minutes on 2 cores: CI runs it (CI=1), `make test` elsewhere only with
+    # ACCELTRIAL_FAULT_SUITE=1; `make bench-faults` is the longer run. Its "stuck" figure depends
+    # on the machine's load, so it is printed, not asserted (docs/reliability.md).
     pytest.mark.skipif(
-        os.environ.get("ACCELTRIAL_FAULT_SUITE") != "1",
-        reason="the fault suite runs with ACCELTRIAL_FAULT_SUITE=1 (or make bench-faults)",
+        not os.environ.get("CI") and os.environ.get("ACCELTRIAL_FAULT_SUITE") != "1",
+        reason="the fault suite runs in CI or with ACCELTRIAL_FAULT_SUITE=1 (or make bench-faults)",
     ),
 ]
 SHORT = ("api-409-on-writes", "api-503", "watch-410-gone", "prom-500-503-429")

@@ -273,6 +273,28 @@ class Kube:
             field_manager=FIELD_MANAGER, _content_type="application/json-patch+json",
         )  # fmt: skip
 
+    def disown_route(self, route: Manifest, annotations: dict[str, str | None]) -> None:
+        """After promotion: set or remove ``annotations`` and forget our field manager's
+        ownership of the route (the weights it wrote), so whoever applies the route next (a
+        GitOps sync, a person with ``kubectl apply --server-side``) meets no conflict with us.
+        Only if the route is unchanged since it was read; nothing is sent if nothing is left."""
+        managed = route["metadata"].get("managedFields") or []
+        others = [m for m in managed if m.get("manager") != FIELD_MANAGER]
+        operations = annotation_operations(route, annotations)
+        if len(others) != len(managed):
+            operations.append(
+                {"op": "replace", "path": "/metadata/managedFields", "value": others or [{}]}
+            )
+        if not operations:
+            return
+        meta = route["metadata"]
+        _versioned(
+            self._custom.patch_namespaced_custom_object,
+            GATEWAY_GROUP, GATEWAY_VERSION, meta["namespace"], HTTPROUTES, meta["name"],
+            [_test_version(route), *operations],
+            field_manager=HANDOVER_MANAGER, _content_type="application/json-patch+json",
+        )  # fmt: skip
+
     def reference_grants(self, namespace: str) -> list[Manifest]:
         """The namespace's Gateway API ReferenceGrants (none where the kind is not served)."""
         try:

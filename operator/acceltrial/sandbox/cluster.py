@@ -31,7 +31,7 @@ from acceltrial.sandbox.controllers import Controllers
 from acceltrial.sandbox.defaults import default_builtin
 from acceltrial.sandbox.eks import SandboxEks
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
-from acceltrial.sandbox.provisioner import Provisioner, eks_sizes
+from acceltrial.sandbox.provisioner import Provisioner, StoreObjects, eks_sizes
 from acceltrial.sandbox.resources import Registry
 from acceltrial.sandbox.server import build_app
 from acceltrial.sandbox.store import Clock, Store, utc_now
@@ -128,7 +128,7 @@ class Sandbox:
             client = eks.client()
             sizes = functools.partial(eks_sizes, client, self.topology.cluster, eks.groups)
         provisioner = Provisioner(
-            self.store,
+            StoreObjects(self.store),
             self.topology,
             provision_delay=self.provision_delay,
             consolidation_delay=self.consolidation_delay,

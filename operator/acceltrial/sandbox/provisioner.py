@@ -12,6 +12,10 @@
 
 The NodePool kind is served from a minimal CustomResourceDefinition (group ``karpenter.sh``,
 version ``v1``, cluster-scoped, as Karpenter's chart installs it; its schema is not checked).
+
+The provisioner reads and writes the cluster through :class:`ClusterObjects`: the emulator's store
+(:class:`StoreObjects`, on the sandbox's loop) or, on the real control plane, its API (run in a
+thread by :func:`run_in_thread`).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from acceltrial.sandbox.errors import ApiError
 from acceltrial.sandbox.quantities import parse_quantity
@@ -72,19 +78,93 @@ class _Launch:
     due: float
 
 
+class ClusterObjects(Protocol):
+    """What the provisioner reads and writes; a refusal raises :class:`ApiError`."""
+
+    def nodes(self) -> list[Object]: ...
+
+    def pods(self) -> list[Object]: ...
+
+    def create_node(self, node: Object) -> None:
+        """Create a Node with its status (capacity, labels; Ready as its agent reports)."""
+        ...
+
+    def delete_node(self, name: str) -> None: ...
+
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+
+    def install_node_pools(self, pools: list[Object]) -> None:
+        """Serve the NodePool kind (NODEPOOL_CRD) and create ``pools``."""
+        ...
+
+    def node_pool(self, name: str) -> Object: ...
+
+    def write_node_pool_status(self, name: str, status: Object) -> None: ...
+
+
+class StoreObjects:
+    """The emulator's store, on the sandbox's loop."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._nodes = self._type("", "v1", "nodes")
+        self._pods = self._type("", "v1", "pods")
+
+    def _type(self, group: str, version: str, plural: str) -> ResourceType:
+        found = self.store.registry.find(group, version, plural)
+        assert found is not None
+        return found
+
+    def nodes(self) -> list[Object]:
+        return self.store.peek(self._nodes)
+
+    def pods(self) -> list[Object]:
+        return self.store.peek(self._pods)
+
+    def create_node(self, node: Object) -> None:
+        self.store.create(self._nodes, "", {k: v for k, v in node.items() if k != "status"})
+        status = node["status"]
+        self.store.update(
+            self._nodes, "", node["metadata"]["name"], lambda obj: obj | {"status": status},
+            subresource="status",
+        )  # fmt: skip
+
+    def delete_node(self, name: str) -> None:
+        self.store.delete(self._nodes, "", name)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.store.delete(self._pods, namespace, name)
+
+    def install_node_pools(self, pools: list[Object]) -> None:
+        crds = self._type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        self.store.create(crds, "", NODEPOOL_CRD)
+        kind = self._type("karpenter.sh", "v1", "nodepools")
+        for pool in pools:
+            self.store.create(kind, "", pool)
+
+    def node_pool(self, name: str) -> Object:
+        return self.store.get(self._type("karpenter.sh", "v1", "nodepools"), "", name)
+
+    def write_node_pool_status(self, name: str, status: Object) -> None:
+        self.store.update(
+            self._type("karpenter.sh", "v1", "nodepools"), "", name,
+            lambda obj: obj | {"status": status}, subresource="status",
+        )  # fmt: skip
+
+
 class Provisioner:
-    """Runs on the sandbox's loop; see the module docstring."""
+    """One pass at a time (:meth:`reconcile`); see the module docstring."""
 
     def __init__(
         self,
-        store: Store,
+        objects: ClusterObjects,
         topology: Topology,
         *,
         provision_delay: float,
         consolidation_delay: float,
         node_groups: Callable[[], dict[str, int]] | None = None,
     ) -> None:
-        self.store = store
+        self.objects = objects
         self.topology = topology
         self.provision_delay = provision_delay
         self.consolidation_delay = consolidation_delay
@@ -93,25 +173,16 @@ class Provisioner:
         self._launches: list[_Launch] = []
         self._empty_since: dict[str, float] = {}
         self._counter = defaultdict[int, int](int)
-        self.nodes = self._type("", "v1", "nodes")
-        self.pods = self._type("", "v1", "pods")
-
-    def _type(self, group: str, version: str, plural: str) -> ResourceType:
-        found = self.store.registry.find(group, version, plural)
-        assert found is not None
-        return found
 
     def install(self) -> None:
         """Serve the NodePool kind and create the topology's NodePools."""
-        if not self.topology.node_pools:
-            return
-        crds = self._type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        self.store.create(crds, "", NODEPOOL_CRD)
-        pools = self._type("karpenter.sh", "v1", "nodepools")
-        for pool in self.topology.node_pools:
-            self.store.create(pools, "", node_pool_manifest(pool))
+        if self.topology.node_pools:
+            self.objects.install_node_pools(
+                [node_pool_manifest(pool) for pool in self.topology.node_pools]
+            )
 
     async def run(self) -> None:
+        """Pass after pass on the sandbox's loop (node group sizes read off the loop)."""
         loop = asyncio.get_running_loop()
         last_read = -math.inf
         while True:
@@ -127,14 +198,14 @@ class Provisioner:
 
     def reconcile(self, now: float, sizes: dict[str, int] | None) -> None:
         """One pass: launch what pending pods need, land due nodes, remove empty ones."""
-        nodes = self.store.peek(self.nodes)
-        pods = [p for p in self.store.peek(self.pods) if not p["metadata"].get("deletionTimestamp")]
+        nodes = self.objects.nodes()
+        pods = [p for p in self.objects.pods() if not p["metadata"].get("deletionTimestamp")]
         if sizes is not None:
             self._follow_sizes(now, nodes, pods, sizes)
         self._launch_for_pending(now, nodes, pods)
         self._land(now)
-        self._consolidate(now, self.store.peek(self.nodes), pods)
-        self._report_pools(self.store.peek(self.nodes))
+        self._consolidate(now, self.objects.nodes(), pods)
+        self._report_pools(self.objects.nodes())
 
     # Karpenter
 
@@ -203,20 +274,14 @@ class Provisioner:
     def _report_pools(self, nodes: list[Object]) -> None:
         if not self.topology.node_pools:
             return
-        pools = self._type("karpenter.sh", "v1", "nodepools")
         for pool in self.topology.node_pools:
             mine = [n for n in nodes if _label(n, NODEPOOL_LABEL) == pool.name]
             resources = {k: _quantity(v) for k, v in sorted(_capacity_sum(mine).items())}
             resources["nodes"] = str(len(mine))
             with contextlib.suppress(ApiError):
-                current = self.store.get(pools, "", pool.name)
+                current = self.objects.node_pool(pool.name)
                 if (current.get("status") or {}).get("resources") != resources:
-                    self._write_pool_status(pools, pool.name, {"resources": resources})
-
-    def _write_pool_status(self, pools: ResourceType, name: str, status: Object) -> None:
-        self.store.update(
-            pools, "", name, lambda obj: obj | {"status": status}, subresource="status"
-        )
+                    self.objects.write_node_pool_status(pool.name, {"resources": resources})
 
     # Managed node groups
 
@@ -264,21 +329,41 @@ class Provisioner:
     # Nodes
 
     def _create_node(self, node: Object) -> None:
-        self.store.create(self.nodes, "", {k: v for k, v in node.items() if k != "status"})
-        status = node["status"]
-        self.store.update(
-            self.nodes, "", node["metadata"]["name"], lambda obj: obj | {"status": status},
-            subresource="status",
-        )  # fmt: skip
+        self.objects.create_node(node)
 
     def _remove_node(self, name: str, pods: list[Object]) -> None:
         for pod in pods:
             if pod.get("spec", {}).get("nodeName") == name:
                 with contextlib.suppress(ApiError):
                     meta = pod["metadata"]
-                    self.store.delete(self.pods, meta["namespace"], meta["name"])
+                    self.objects.delete_pod(meta["namespace"], meta["name"])
         with contextlib.suppress(ApiError):
-            self.store.delete(self.nodes, "", name)
+            self.objects.delete_node(name)
+
+
+def run_in_thread(
+    provisioner: Provisioner, stop: threading.Event, period: float = 1.0
+) -> threading.Thread:
+    """Run ``provisioner`` a pass every ``period`` seconds in a thread until ``stop`` is set
+    (the real control plane's: its objects are read through the API, each pass a few lists, so
+    passes are further apart than on the emulator's loop)."""
+
+    def passes() -> None:
+        last_read = -math.inf
+        while not stop.wait(period):
+            sizes = None
+            if provisioner.node_groups is not None and time.monotonic() - last_read >= (
+                _SIZES_SECONDS
+            ):
+                last_read = time.monotonic()
+                with contextlib.suppress(Exception):  # moto restarting: try on the next pass
+                    sizes = provisioner.node_groups()
+            with contextlib.suppress(ApiError, OSError):
+                provisioner.reconcile(time.monotonic(), sizes)
+
+    thread = threading.Thread(target=passes, name="provisioner", daemon=True)
+    thread.start()
+    return thread
 
 
 def _label(obj: Object, key: str) -> str | None:

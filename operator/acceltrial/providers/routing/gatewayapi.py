@@ -221,10 +221,11 @@ class GatewayApiRouter:
         self._write(route, changes, None, filters)
 
     def release(self) -> None:
-        """After promotion the route is the user's again: the trial's annotation goes."""
+        """After promotion the route is the user's again: the trial's annotation goes, and so
+        does the operator's ownership of the fields it wrote (the weights)."""
         route = self.kube.http_route(self.namespace, self.route_name)
-        if route is not None and TRIAL_ANNOTATION in (route["metadata"].get("annotations") or {}):
-            self._write(route, {}, None)
+        if route is not None:
+            self.kube.disown_route(route, {TRIAL_ANNOTATION: None})
 
     def committed(self) -> dict[str, dict[str, Any]]:
         route = self.kube.http_route(self.namespace, self.route_name)

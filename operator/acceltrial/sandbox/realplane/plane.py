@@ -34,6 +34,7 @@ from acceltrial.sandbox.realplane.binaries import Binaries, find_binaries
 from acceltrial.sandbox.realplane.client import AdminClient, ApiError
 from acceltrial.sandbox.realplane.pki import Certificates, issue_certificates
 from acceltrial.sandbox.realplane.processes import Component, StartError, start, wait_until
+from acceltrial.sandbox.realplane.provisioning import RealPlaneProvisioning
 from acceltrial.sandbox.realplane.reset import Snapshot, reset, snapshot
 from acceltrial.sandbox.topology import Topology, load_topology, nodes
 
@@ -62,7 +63,8 @@ class RealControlPlane:
         self.requested_port = port
         self.topology = topology if topology is not None else load_topology()
         self.eks: SandboxEks | None = None
-        """Managed node groups in moto's EKS API: the emulator's only (docs/sandbox.md)."""
+        """Managed node groups in moto's EKS API, when the topology has any."""
+        self._provisioning: RealPlaneProvisioning | None = None
         self.binaries = binaries or find_binaries()
         self.start_timeout = start_timeout
         self.keep_data = keep_data
@@ -119,6 +121,10 @@ class RealControlPlane:
         kwok = self._launch("kwok", self._kwok_command(admin))
         self._install_crds(client)
         self._wait(kwok, lambda: _nodes_running(client, self.topology), "keeping the Nodes Ready")
+        provisioning = RealPlaneProvisioning(client, self.topology)
+        if provisioning.needed:  # NodePools or managed node groups: capacity that comes later
+            self._provisioning = provisioning.start()
+            self.eks = provisioning.eks
         self._wait(
             controller_manager,
             lambda: client.ok("/api/v1/namespaces/default/serviceaccounts/default"),
@@ -263,6 +269,9 @@ class RealControlPlane:
     def stop(self) -> None:
         """Stop every component, newest first, and remove the data directory."""
         atexit.unregister(self.stop)
+        if self._provisioning is not None:
+            self._provisioning.stop()
+            self._provisioning, self.eks = None, None
         for component in reversed(self.components):
             component.stop()
         self.components.clear()

@@ -142,3 +142,23 @@ def _without_defaults(rule_filter: dict[str, Any]) -> dict[str, Any]:
         if ref.get(key) == default:
             del ref[key]
     return result
+
+
+def test_after_promotion_the_route_is_released_with_no_field_owned_by_the_operator(
+    cluster: Backend, api: Api
+) -> None:
+    """release() drops the trial's annotation and the operator's managedFields entry, so the
+    user's next server-side apply of the route (a GitOps sync) meets no conflict with it."""
+    assert api.post(ROUTES, ROUTE).status == 201
+    kube = Kube(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+    router = GatewayApiRouter(kube, "llama3", SHAPE, (), "default/trial", (5,))
+    original = router.snapshot()
+    router.set_weight(100, original)
+    route = api.get(f"{ROUTES}/llama3").body
+    assert "acceltrial" in {e.get("manager") for e in route["metadata"]["managedFields"]}
+
+    GatewayApiRouter(kube, "llama3", SHAPE).release()
+    released = api.get(f"{ROUTES}/llama3").body
+    assert "acceltrial" not in {e.get("manager") for e in released["metadata"]["managedFields"]}
+    assert "acceltrial.dev/trial" not in (released["metadata"].get("annotations") or {})
+    assert released["spec"] == route["spec"], "the weights stay as promoted"

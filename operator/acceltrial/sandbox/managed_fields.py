@@ -45,12 +45,19 @@ def stamping(
 
     def stamped(current: Object) -> Object:
         requested = change(copy.deepcopy(current))
-        if not isinstance(requested, dict) or _bare(requested) == _bare(current):
+        if not isinstance(requested, dict):
+            return requested
+        kept = current.get("metadata", {}).get("managedFields") or []
+        written = requested.get("metadata", {}).get("managedFields")
+        if written is not None and written != kept:
+            # A write that sets managedFields replaces them, as on the API server ([{}] clears
+            # them all): how a manager's ownership is given up.
+            kept = [e for e in written if e]
+            requested["metadata"]["managedFields"] = kept
+        if _bare(requested) == _bare(current):
             return requested
         entries = [
-            e
-            for e in current.get("metadata", {}).get("managedFields") or []
-            if (e.get("manager"), e.get("subresource")) != (who, subresource)
+            e for e in kept if (e.get("manager"), e.get("subresource")) != (who, subresource)
         ]
         entry: Object = {
             "manager": who,

@@ -5,10 +5,11 @@ All of them run on a busy machine (a CPU hog on one core, see ``load.py``), and 
 ``promote`` scenario runs ``PROMOTE_RUNS`` times (20 in CI, 3 otherwise;
 ``ACCELTRIAL_PROMOTE_RUNS`` overrides it): a decision that flips with the machine's load is a bug.
 
-The flagship ``promote`` runs once on the real control plane (``--control-plane real``; CI fails
-when it is not built, elsewhere the emulator stands in); the other scenarios and the flagship's
-repetitions run on the emulator. ``ACCELTRIAL_E2E_REAL=1`` runs every scenario on the real
-control plane (not yet in CI: docs/sandbox.md says which do not pass there yet).
+In CI every scenario runs once on the real control plane (``--control-plane real``; CI fails
+when it is not built) and the flagship's repetitions on the emulator, which ``make demo`` uses
+on a fresh machine. Elsewhere the flagship and the shadow scenarios run on the real control
+plane when it is built, the others on the emulator; ``ACCELTRIAL_E2E_REAL=1`` runs them all on
+the real one.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ pytestmark = pytest.mark.slow
 # CI (.ci/run sets CI=1) runs the flagship 20 times; `make test` on a laptop 3 times.
 PROMOTE_RUNS = int(os.environ.get("ACCELTRIAL_PROMOTE_RUNS", "20" if os.environ.get("CI") else "3"))
 SCENARIOS = [p.stem for p in SHIPPED]
-ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1"
+ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1" or bool(os.environ.get("CI"))
 ON_REAL = {"promote", "shadow-promote", "shadow-rollback"}
-"""Scenarios run on the real control plane by default (all with ACCELTRIAL_E2E_REAL=1)."""
+"""Scenarios run on the real control plane outside CI when it is built (all in CI or with
+ACCELTRIAL_E2E_REAL=1)."""
 
 
 @pytest.fixture(scope="module")

@@ -64,7 +64,7 @@ class CrashingOperator:
         self.process = start_operator(kubeconfig, folder, namespace)
         self.crashed_in: list[str] = []
 
-    def run_until_done(self, api: Api, path: str, timeout: float = 200) -> dict[str, Any]:
+    def run_until_done(self, api: Api, path: str, timeout: float = 400) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             status: dict[str, Any] = api.get(path).body.get("status", {})

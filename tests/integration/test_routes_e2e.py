@@ -497,3 +497,37 @@ def test_a_trial_recorded_by_an_older_version_still_moves_and_restores_its_rule(
     assert world.router.conflict(25, older) is None
     world.router.restore(older)
     assert spec_and_annotations(world.route()) == before
+
+
+def test_a_shadow_step_beside_the_users_own_mirror_serves_no_user_and_restores_exactly(
+    sandbox: Sandbox,
+) -> None:
+    """The Gateway API's request-mirroring example (foo-v1 answers, foo-v2 gets copies): the
+    trial's mirror is added beside the route's own, the candidate gets copies and no user, the
+    first weighted step removes only the trial's mirror, and rollback restores the route byte
+    for byte."""
+    world = build(sandbox, example("http-request-mirroring/httproute-mirroring.yaml", "foo-v1"))
+    _serve(world.api, world.router.shape.candidate.namespace, "foo-v2")  # the route's own mirror
+    assert world.router.problems() == []
+    before = spec_and_annotations(world.route())
+    theirs = world.route()["spec"]["rules"][0]["filters"]
+    original = world.router.snapshot()
+
+    world.router.set_weight(0, original, mirror=100)
+    rule = world.route()["spec"]["rules"][0]
+    assert rule["filters"][:1] == theirs, "the route's own mirror stays first, unchanged"
+    assert rule["filters"][1]["requestMirror"]["backendRef"]["name"] == CANDIDATE
+    assert rule["backendRefs"] == json.loads(before)[0]["rules"][0]["backendRefs"]
+    view = read_cluster(world.fleet.api_url, world.entry)
+    routed = route_requests(resolved_rules(view, world.entry), 100.0, honors_weights=True)
+    assert not any(pod.startswith(CANDIDATE) for pod in routed.offered), "no user's request"
+    assert routed.mirrored == {f"{CANDIDATE}-pod": 100.0, "foo-v2-pod": 100.0}
+    assert world.router.conflict(0, original, mirror=100) is None
+
+    world.router.set_weight(5, original)
+    rule = world.route()["spec"]["rules"][0]
+    assert rule["filters"] == theirs
+    assert world.shares() == [5]
+
+    world.router.restore(original)
+    assert spec_and_annotations(world.route()) == before

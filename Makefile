@@ -95,8 +95,9 @@ test: lint typecheck contracts verify-crds verify-api-docs chart-lint pytest ## 
 sandbox: $(INSTALLED) ## Serve a local cluster on 127.0.0.1:8001 (kubeconfig: ./sandbox.kubeconfig).
 	$(BIN)/acceltrial sandbox up --port 8001 --kubeconfig sandbox.kubeconfig
 
-bench: setup ## Run the benchmarks (short profiles): decisions, scale, one analysis, the sandbox.
+bench: setup ## Run the benchmarks (short profiles): decisions, decisions at equal false rollbacks, scale, one analysis, the sandbox.
 	$(BIN)/python -m bench.decisions --quick
+	$(BIN)/python -m bench.calibrated --quick
 	$(BIN)/python -m bench.scale --quick
 	$(BIN)/python -m bench.analysis
 	$(BIN)/python -m bench.cluster

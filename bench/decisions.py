@@ -144,13 +144,23 @@ def benchmark(
     profile: Profile, judges: Sequence[str] = tuple(JUDGES), traces: Sequence[Trace] = TRACES
 ) -> dict[str, dict[str, Cell]]:
     """Every judge on every trace, seeds 0..n-1: {judge: {trace: Cell}}."""
-    table: dict[str, dict[str, Cell]] = {}
-    for name in judges:
-        table[name] = {}
-        for index, trace in enumerate(traces):
-            seeds = profile.aa_seeds if trace.kind == "aa" else profile.regression_seeds
-            outcomes = tuple(run(trace, index, seed, JUDGES[name]()) for seed in range(seeds))
-            table[name][trace.name] = Cell(outcomes)
+    return {name: cells(JUDGES[name], profile, traces) for name in judges}
+
+
+def cells(
+    judge: Callable[[], Judge],
+    profile: Profile,
+    traces: Sequence[Trace] = TRACES,
+    kinds: Sequence[str] = ("aa", "regression", "no-traffic"),
+) -> dict[str, Cell]:
+    """One judge (a fresh one per run) on the traces of ``kinds``, seeds 0..n-1: {trace: Cell}.
+    Each trace plays the traffic of its position in ``traces``, whichever kinds are run."""
+    table = {}
+    for index, trace in enumerate(traces):
+        if trace.kind not in kinds:
+            continue
+        seeds = profile.aa_seeds if trace.kind == "aa" else profile.regression_seeds
+        table[trace.name] = Cell(tuple(run(trace, index, seed, judge()) for seed in range(seeds)))
     return table
 
 
@@ -214,7 +224,7 @@ def print_summary(figures: dict[str, dict[str, float]], table: dict[str, dict[st
         if other not in table:
             continue
         ratios = [
-            f"{t}: {_ratio(ours[t].exposure, c.exposure)}"
+            f"{t}: {ratio(ours[t].exposure, c.exposure)}"
             for t, c in table[other].items()
             if _kind(t) == "regression"
         ]
@@ -226,7 +236,8 @@ def _kind(name: str) -> str:
     return next(t.kind for t in TRACES if t.name == name)
 
 
-def _ratio(ours: float, theirs: float) -> str:
+def ratio(ours: float, theirs: float) -> str:
+    """ours / theirs as printed: 0/0 and inf where theirs is 0."""
     if theirs == 0:
         return "0/0" if ours == 0 else "inf"
     return f"{ours / theirs:.2f}"

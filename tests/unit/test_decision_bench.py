@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from bench.calibrated import LADDER, calibrate
 from bench.decisions import TRACES, Profile, benchmark, summary
 
 from tests.conftest import REPO
@@ -52,3 +53,18 @@ def test_quick_json_names_every_judge_with_exposure_and_false_rollback_rate() ->
     for judge in figures.values():
         assert judge["exposure"] > 0
         assert 0 <= judge["false_rollback_rate"] <= 1
+
+
+def test_calibration_climbs_until_the_false_rollback_target_and_stops_there() -> None:
+    """bench/calibrated.py: a judge already within the target stays at its usual setting; one
+    asked for fewer false rollbacks than its usual setting gives climbs to a looser rung."""
+    profile = Profile(aa_seeds=2, regression_seeds=1)
+    lenient = calibrate("flagger", 1.0, profile)
+    assert lenient.rung == LADDER[0]
+    assert len(lenient.climb) == 1
+    strict = calibrate("flagger", 0.5, profile)
+    assert strict.climb[0][1] > 0.5, "Flagger's usual setting refuses most A/A candidates"
+    assert strict.rung is not None
+    assert strict.rung != LADDER[0]
+    assert strict.climb[-1] == (strict.rung, strict.figures["false_rollback_rate"])
+    assert strict.figures["false_rollback_rate"] <= 0.5

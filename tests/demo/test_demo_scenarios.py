@@ -156,7 +156,7 @@ def check_result(name: str, result: dict[str, Any]) -> None:
 def assert_told_in_order(stdout: str) -> None:
     """The measurement that decided comes before the rollback it caused; the bar only grows."""
     lines = stdout.splitlines()
-    measured = [i for i, line in enumerate(lines) if "] measurement at " in line]
+    measured = [i for i, line in enumerate(lines) if "] measurement " in line]
     bars = [lines[i].count("#") for i in measured]
     assert bars == sorted(bars), "the progress bar never goes backwards"
     rolling = next((i for i, line in enumerate(lines) if "  RollingBack: " in line), None)

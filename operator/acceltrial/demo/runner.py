@@ -498,7 +498,9 @@ class _Seen:
             if same_step
             else ""
         )
-        run.say(f"{progress.bar(self.done)} measurement at {weight}%: {outcome}{tally}")
+        # Weight 0 during a step is a mirror step: the candidate is judged on copies.
+        where = "on mirrored copies" if weight == 0 and measured_step else f"at {weight}%"
+        run.say(f"{progress.bar(self.done)} measurement {where}: {outcome}{tally}")
         # Every criterion's numbers for the first measurement of a step and for any that did
         # not pass; a passing repeat is one line.
         key = (str(weight), int(measured_step))

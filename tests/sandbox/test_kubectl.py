@@ -188,7 +188,9 @@ def test_describe_and_explain(kubectl: Kubectl) -> None:
     # the real server publishes a new CRD's OpenAPI document moments after it is Established
     eventually(lambda: kubectl("explain", "acceleratortrials.spec.steps").returncode == 0)
     explained = kubectl.ok("explain", "acceleratortrials.spec.steps")
-    assert "weight\t<integer> -required-" in explained
+    assert "weight\t<integer>" in explained
+    assert "mirror\t<integer>" in explained, "a shadow step's field"
+    assert "duration\t<string> -required-" in explained
 
 
 @pytest.mark.emulator_only

@@ -284,6 +284,35 @@ def test_routing_drift_is_set_back() -> None:
     assert [e.reason for e in result.events] == ["RoutingDrift"]
 
 
+def test_a_step_whose_status_write_was_lost_continues_from_the_next_step() -> None:
+    # Found by the fault suite (api-503): the tick that moved 25% -> 50% wrote the route, then
+    # its status write failed; the retry set the route back to 25% before moving it to 50%
+    # again. The route at the next step's weight, written by the trial, is that step begun.
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()
+    assert (driver.status.step, driver.status.canary_weight) == (1, 5)
+    result = driver.tick(observed_weight=25, outcome="Fail")
+    assert result.actions == (SetWeight(25),), "the write is repeated, nothing set back"
+    assert (result.status.step, result.status.canary_weight) == (2, 25)
+    assert result.status.step_started_at == driver.now, "the step is measured from now"
+    assert result.status.phase == "Progressing", "the lost tick's decision stands"
+    assert [e.reason for e in result.events] == ["StepResumed"]
+    paused = driver.tick(observed_weight=50, action="pause")
+    assert paused.status.step == 2, "with a person's action pending, that tick is repeated"
+
+
+def test_a_tick_writes_the_route_once() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()
+    driver.tick()
+    result = driver.tick(observed_weight=50)  # drifted, and the step passes on this tick
+    assert result.status.step == 2
+    assert [a for a in result.actions if isinstance(a, SetWeight)] == [SetWeight(25)]
+    assert "RoutingDrift" not in [e.reason for e in result.events]
+
+
 def test_deleting_undoes_an_unfinished_trial_and_never_touches_a_promoted_one() -> None:
     undo = (RestoreRouting(), RemoveCandidate())
     for phase in ("Preflight", "Progressing", "Paused", "Promoting", "BakingIn", "RollingBack"):
@@ -562,7 +591,7 @@ def test_a_mirror_removed_by_someone_else_is_set_back_with_the_mirror() -> None:
     driver = Driver(make_spec(steps=SHADOWED))
     driver.run_until("Progressing")
     driver.tick()
-    result = driver.tick(observed_weight=5)  # the route holds 5% where the trial mirrors only
+    result = driver.tick(observed_weight=50)  # the route holds 50% where the trial mirrors only
     assert SetWeight(0, 100) in result.actions
 
 

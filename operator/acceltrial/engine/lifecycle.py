@@ -271,6 +271,8 @@ class _Tick:
     obs: Observation
     actions: list[Action] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    _correction: int | None = None
+    """Where this tick's set-back sits in ``actions`` (its RoutingDrift event goes with it)."""
 
     def run(self) -> TickResult:
         if self.obs.action is not None:
@@ -284,7 +286,22 @@ class _Tick:
                 self._update(conditions=remove_condition(self._conditions(), SPEC_CHANGE_REJECTED))
                 self._step(phase)
         self._update(conditions=self._phase_conditions(), observed_generation=self.obs.generation)
+        self._write_route_once()
         return TickResult(self.status, tuple(self.actions), tuple(self.events))
+
+    def _write_route_once(self) -> None:
+        """Keep only the tick's last route write: a set-back followed by a step's new weight (or
+        a restore) would move the route twice within one tick."""
+        route_write = SetWeight | RestoreRouting
+        writes = [i for i, a in enumerate(self.actions) if isinstance(a, route_write)]
+        if len(writes) < 2:
+            return
+        last = writes[-1]
+        self.actions = [
+            a for i, a in enumerate(self.actions) if i == last or not isinstance(a, SetWeight)
+        ]
+        if self._correction is not None and self._correction != last:
+            self.events = [e for e in self.events if e.reason != "RoutingDrift"]
 
     # -- phases ----------------------------------------------------------------------------
 
@@ -370,6 +387,8 @@ class _Tick:
         if self.status.step == 0:
             self._await_candidate()
             return
+        if self._advance_already_routed():
+            return
         if not self._judge_measurement():
             return
         self._keep_weight()
@@ -377,6 +396,26 @@ class _Tick:
             self._pause("User", "paused by a person")
         elif self.obs.action == "promote" or self._step_passed():
             self._advance()
+
+    def _advance_already_routed(self) -> bool:
+        """Continue from the next step when the route already holds its weight, written by
+        this trial (no conflict): the tick that advanced applied its route write but lost its
+        status write. Judging the old step again could set the route back a step before moving
+        it forward again (a weight twice); the advance was decided, so the next step starts
+        now (its measurement from this moment). A pending user action is left to the ordinary
+        path, which repeats that tick's decision."""
+        step, observed = self.status.step or 0, self.obs.observed_weight
+        if self.obs.action is not None or self.obs.routing_conflict is not None:
+            return False
+        if observed is None or step >= len(self.spec.steps):
+            return False
+        current, following = self.spec.steps[step - 1].share, self.spec.steps[step].share
+        if observed == current or observed != following:
+            return False
+        self._start_step(step + 1)
+        note = f"the route already held step {step + 1}'s {following}%; continuing from there"
+        self.events.append(Event("Normal", "StepResumed", note))
+        return True
 
     def _await_candidate(self) -> None:
         if self.obs.candidate_available:
@@ -578,6 +617,7 @@ class _Tick:
         if self.obs.routing_conflict is not None:
             return  # someone else's change: never overwritten (the trial pauses instead)
         if observed is not None and expected is not None and observed != expected:
+            self._correction = len(self.actions)
             self.actions.append(SetWeight(expected, mirror_at(self.spec, self.status)))
             drift = f"routing held {observed}%, set back to {expected}%"
             self.events.append(Event("Warning", "RoutingDrift", drift))

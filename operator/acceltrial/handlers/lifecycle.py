@@ -3,7 +3,9 @@
 Each tick reads the trial into models, lets :class:`~acceltrial.handlers.world.TrialWorld`
 observe, asks the engine to decide, applies the actions in order and only then writes the new
 status. If an action fails, no status is written and the tick is retried: every action is
-idempotent, so a crash or a retry never shifts a weight twice or skips one.
+idempotent, a tick writes the route at most once, and a route already at the next step's weight
+(the status write of the tick that advanced was lost) is that step begun, so a crash or a retry
+never shifts a weight twice or skips one.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from tests.integration.histories import openmetrics
 from tests.integration.prometheus_server import create_blocks, running_prometheus
 
 from acceltrial.engine.analysis import MeasurementWindow, judge, plan
+from acceltrial.providers.metrics.factory import reader_for
 from acceltrial.providers.metrics.port import collect
 from acceltrial.providers.metrics.prometheus import PrometheusClient
 
@@ -42,12 +43,12 @@ def main() -> None:
         data = Path(scratch) / "data"
         create_blocks(openmetrics(int(end.timestamp()), 3600), data)
         with running_prometheus(data) as url:
-            client = PrometheusClient(url)
+            source = reader_for(spec, PrometheusClient(url))
             query_times, judge_times, queries, samples = [], [], 0, 0
             for _ in range(ROUNDS):
                 started = time.perf_counter()
-                planned = plan(spec, targets("healthy"), weight=50)
-                collection = collect(planned, client, window)
+                planned = plan(spec, weight=50)
+                collection = collect(planned, source, targets("healthy"), window)
                 queried = time.perf_counter()
                 for criterion in spec.criteria:
                     judgement = judge(

@@ -12,7 +12,7 @@ import pytest
 
 from acceltrial.api.spec import AnalysisSpec
 from acceltrial.engine.analysis import MeasurementWindow
-from acceltrial.engine.queries import Variant, VariantTarget
+from acceltrial.engine.metrics import Variant, VariantTarget
 from tests.integration.histories import SCENARIOS, openmetrics
 from tests.integration.prometheus_server import create_blocks, running_prometheus
 

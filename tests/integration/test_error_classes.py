@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from kubernetes import client
 
-from acceltrial.engine.analysis import MeasurementWindow, PlannedQuery
+from acceltrial.engine.analysis import MeasurementWindow
+from acceltrial.engine.metrics import MetricRequest, OwnQuery, Variant, VariantTarget
 from acceltrial.handlers.config import ConfigError, config_from_env
 from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.kube.gateway import request_target
@@ -20,6 +21,7 @@ from acceltrial.providers.metrics.prometheus import (
     BadResponse,
     PrometheusBusy,
     PrometheusClient,
+    PrometheusReader,
     PrometheusServerError,
     PrometheusUnreachable,
     QueryRejected,
@@ -32,9 +34,14 @@ VECTOR = (
     b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"2"]}]}}'
 )
 WINDOW = MeasurementWindow(NOW - timedelta(minutes=1), NOW, 15.0)
-QUERY = PlannedQuery(
-    criterion="errors", variant="candidate", promql="up", mode="instant", with_requests=False
-)
+QUERY = MetricRequest("errors", "candidate", OwnQuery("up"))
+TARGETS: dict[Variant, VariantTarget] = {
+    "candidate": VariantTarget("candidate", "serving", "web-c", ("web-c-1",), "neuron")
+}
+
+
+def source(url: str) -> PrometheusReader:
+    return PrometheusReader(PrometheusClient(url), "custom", "1m")
 
 
 @pytest.mark.parametrize(
@@ -87,7 +94,7 @@ def test_a_temporary_failure_is_asked_again_with_backoff() -> None:
     slept: list[float] = []
     with http_server(reply) as url:  # type: ignore[arg-type]
         retry = Retry(attempts=3, first_delay=0.25, sleep=slept.append)
-        collection = collect([QUERY], PrometheusClient(url), WINDOW, retry)
+        collection = collect([QUERY], source(url), TARGETS, WINDOW, retry)
     reading = collection.readings[("errors", "candidate")]
     assert reading.error is None
     assert reading.values == (2.0,)
@@ -100,7 +107,7 @@ def test_a_temporary_failure_that_lasts_becomes_an_errored_reading() -> None:
     seen, reply = answers(503)
     with http_server(reply) as url:  # type: ignore[arg-type]
         retry = Retry(attempts=3, first_delay=0.0, sleep=lambda _: None)
-        reading = collect([QUERY], PrometheusClient(url), WINDOW, retry).readings[
+        reading = collect([QUERY], source(url), TARGETS, WINDOW, retry).readings[
             ("errors", "candidate")
         ]
     assert len(seen) == 3
@@ -112,13 +119,13 @@ def test_a_temporary_failure_that_lasts_becomes_an_errored_reading() -> None:
 def test_a_permanent_refusal_is_not_asked_again() -> None:
     seen, reply = answers(400, 200)
     with http_server(reply) as url:  # type: ignore[arg-type]
-        reading = collect([QUERY], PrometheusClient(url), WINDOW, Retry(sleep=lambda _: None))
+        reading = collect([QUERY], source(url), TARGETS, WINDOW, Retry(sleep=lambda _: None))
     assert seen == [400], "asking again cannot help"
     assert reading.readings[("errors", "candidate")].error is not None
     assert "[permanent]" in str(reading.readings[("errors", "candidate")].error)
     seen, reply = answers(503, 200)
     with http_server(reply) as url:  # type: ignore[arg-type]
-        collect([QUERY], PrometheusClient(url), WINDOW, NO_RETRY)
+        collect([QUERY], source(url), TARGETS, WINDOW, NO_RETRY)
     assert seen == [503], "NO_RETRY asks once"
 
 

@@ -21,17 +21,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from acceltrial.engine.analysis import PlannedQuery
 from acceltrial.engine.metric_check import answer
-from acceltrial.engine.queries import (
+from acceltrial.engine.metrics import (
     Accelerator,
+    MetricRequest,
+    PresetMetric,
     Variant,
     VariantTarget,
-    preset_template,
-    render,
 )
-from acceltrial.providers.metrics.port import to_reading
-from acceltrial.providers.metrics.prometheus import PrometheusClient
+from acceltrial.providers.metrics.prometheus import PrometheusClient, PrometheusReader
 from tests.conftest import REPO, tool
 from tests.integration.prometheus_server import create_blocks, running_prometheus
 
@@ -164,10 +162,10 @@ def value(
     url, at = stored
     instances = (INSTANCE_ID,) if accelerator == "neuron" else ()
     target = VariantTarget(variant, NAMESPACE, "llama3", (shape.pod,), accelerator, instances)
-    promql = render(preset_template(preset, metric, accelerator), target, INTERVAL)
-    query = PlannedQuery(metric, variant, promql, "instant", False)
-    found = answer(query, to_reading(PrometheusClient(url).instant(promql, at), query))
-    return found.value, f"{found.said}: {promql}"
+    request = MetricRequest(metric, variant, PresetMetric(metric))
+    reader = PrometheusReader(PrometheusClient(url), preset, INTERVAL)
+    found = answer(request, reader.read(request, target, at, at, 15.0))
+    return found.value, f"{found.said}: {found.asked}"
 
 
 @pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.prom")))

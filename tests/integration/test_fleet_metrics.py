@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from acceltrial.demo.cluster import Client
-from acceltrial.engine.queries import Accelerator, Variant, preset_template, render
+from acceltrial.engine.metrics import Accelerator, MetricRequest, PresetMetric, Variant
 from acceltrial.engine.targets import variant_target
 from acceltrial.providers.metrics.prometheus import PrometheusClient
+from acceltrial.providers.metrics.prometheus.reader import promql as render_promql
 from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec
@@ -125,7 +126,8 @@ def query(client: PrometheusClient, fleet: Fleet, metric: str, variant: Variant)
     pods = [p for p in listed if p["metadata"]["name"] in mine]
     accelerator: Accelerator = "gpu" if variant == "baseline" else "neuron"
     target = variant_target(variant, "fleet", "x", pods, nodes=nodes, accelerator=accelerator)
-    promql = render(preset_template("vllm", metric, accelerator), target, "5s")
+    request = MetricRequest(metric, variant, PresetMetric(metric))
+    promql = render_promql(request, target, "vllm", "5s")
     series = client.instant(promql, datetime.now(UTC))
     assert len(series) == 1, promql
     return series[0].samples[0][1]

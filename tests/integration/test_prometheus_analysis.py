@@ -18,7 +18,8 @@ from acceltrial.engine.analysis import (
     plan,
     round_outcome,
 )
-from acceltrial.providers.metrics.port import Collection, MetricsSource, collect
+from acceltrial.providers.metrics.factory import reader_for
+from acceltrial.providers.metrics.port import Collection, collect
 from acceltrial.providers.metrics.prometheus import PrometheusClient, QueryRejected
 from tests.integration.conftest import analysis, targets
 from tests.integration.histories import SCENARIOS
@@ -35,11 +36,14 @@ TOKENS = {"name": "tokens", "metric": "token_rate", "absolute": {"min": 100}, "m
 
 
 def measure(
-    source: MetricsSource, namespace: str, window: MeasurementWindow, *criteria: dict[str, Any]
+    client: PrometheusClient,
+    namespace: str,
+    window: MeasurementWindow,
+    *criteria: dict[str, Any],
 ) -> tuple[dict[str, Judgement], Collection]:
     spec = analysis(*criteria)
-    planned = plan(spec, targets(namespace), weight=50)
-    collection = collect(planned, source, window)
+    planned = plan(spec, weight=50)
+    collection = collect(planned, reader_for(spec, client), targets(namespace), window)
     verdicts = {
         c.name: judge(
             c,

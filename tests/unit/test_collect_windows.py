@@ -1,50 +1,58 @@
-"""At 100% the baseline serves nothing, so its queries look at its last window of traffic."""
+"""At 100% the baseline serves nothing, so its readings look at its last window of traffic."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from acceltrial.engine.analysis import MeasurementWindow, PlannedQuery
-from acceltrial.providers.metrics.port import Series, collect
+from acceltrial.engine.analysis import MeasurementWindow
+from acceltrial.engine.metrics import MetricRequest, PresetMetric, Variant, VariantTarget
+from acceltrial.providers.metrics.port import collect
+from tests.unit.memory_metrics import MemorySource
 
 BAKE_START = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 NOW = BAKE_START + timedelta(minutes=10)
+WINDOW = MeasurementWindow(BAKE_START, NOW, 15.0)
+TARGETS: dict[Variant, VariantTarget] = {
+    "baseline": VariantTarget("baseline", "ns", "web", ("web-1",), "gpu"),
+    "candidate": VariantTarget("candidate", "ns", "web-c", ("web-c-1",), "neuron"),
+}
 
 
-class RecordingSource:
-    """A metrics backend that answers 1.0 and remembers when it was asked about."""
-
-    def __init__(self) -> None:
-        self.asked: dict[str, list[datetime]] = {}
-
-    def instant(self, query: str, at: datetime) -> list[Series]:
-        self.asked[query] = [at]
-        return [Series({}, ((at.timestamp(), 1.0),))]
-
-    def range(self, query: str, start: datetime, end: datetime, step: float) -> list[Series]:
-        self.asked[query] = [start, end]
-        return [Series({}, ((end.timestamp(), 1.0),))]
-
-
-def planned(mode: str) -> list[PlannedQuery]:
+def planned(metric: str, mode: str) -> list[MetricRequest]:
     return [
-        PlannedQuery("c", "baseline", f"base-{mode}", mode, False),  # type: ignore[arg-type]
-        PlannedQuery("c", "candidate", f"cand-{mode}", mode, False),  # type: ignore[arg-type]
+        MetricRequest("c", "baseline", PresetMetric(metric), mode),  # type: ignore[arg-type]
+        MetricRequest("c", "candidate", PresetMetric(metric), mode),  # type: ignore[arg-type]
     ]
 
 
 def test_with_a_baseline_end_the_baseline_is_measured_then_and_the_candidate_now() -> None:
-    source = RecordingSource()
+    source = MemorySource()
     window = MeasurementWindow(BAKE_START, NOW, 15.0, baseline_end=BAKE_START)
-    collect([*planned("instant"), *planned("range")], source, window)
-    assert source.asked["base-instant"] == [BAKE_START]
-    assert source.asked["cand-instant"] == [NOW]
+    collect(planned("error_ratio", "instant"), source, TARGETS, window)
+    collect(planned("latency_p99", "range"), source, TARGETS, window)
+    assert source.windows("error_ratio")["baseline"][1] == BAKE_START
+    assert source.windows("error_ratio")["candidate"][1] == NOW
     # The same span as the candidate's, ending when the baseline stopped serving.
-    assert source.asked["base-range"] == [BAKE_START - timedelta(minutes=10), BAKE_START]
-    assert source.asked["cand-range"] == [BAKE_START, NOW]
+    spans = source.windows("latency_p99")
+    assert spans["baseline"] == (BAKE_START - timedelta(minutes=10), BAKE_START)
+    assert spans["candidate"] == (BAKE_START, NOW)
 
 
 def test_without_one_both_variants_share_the_window() -> None:
-    source = RecordingSource()
-    collect(planned("instant"), source, MeasurementWindow(BAKE_START, NOW, 15.0))
-    assert source.asked["base-instant"] == source.asked["cand-instant"] == [NOW]
+    source = MemorySource()
+    collect(
+        planned("error_ratio", "instant"), source, TARGETS, MeasurementWindow(BAKE_START, NOW, 15.0)
+    )
+    spans = source.windows("error_ratio")
+    assert spans["baseline"] == spans["candidate"] == (BAKE_START, NOW)
+
+
+def test_each_variant_is_read_for_its_own_pods() -> None:
+    source = MemorySource()
+    collect(
+        planned("error_ratio", "instant"), source, TARGETS, MeasurementWindow(BAKE_START, NOW, 15.0)
+    )
+    assert {a.request.variant: a.target.pods for a in source.asked} == {
+        "baseline": ("web-1",),
+        "candidate": ("web-c-1",),
+    }

@@ -35,7 +35,7 @@ from acceltrial.engine.costing import (
     judge_cost_criterion,
 )
 from acceltrial.engine.economics import cost_criterion_values
-from acceltrial.engine.queries import Variant
+from acceltrial.engine.metrics import Variant
 from tests.unit.test_costing import RESOURCES, TARGETS
 
 TOKENS_PER_REQUEST = 150

@@ -25,7 +25,8 @@ from acceltrial.engine.costing import (
     plan_cost_inputs,
 )
 from acceltrial.engine.economics import cost_criterion_values
-from acceltrial.engine.queries import Variant, VariantTarget
+from acceltrial.engine.metrics import Variant, VariantTarget
+from acceltrial.providers.metrics.prometheus.reader import promql
 
 TARGETS: dict[Variant, VariantTarget] = {
     "baseline": VariantTarget("baseline", "ml", "llama3-gpu", ("gpu-a", "gpu-b"), "gpu"),
@@ -64,7 +65,10 @@ def test_the_plan_asks_each_variant_for_rates_and_utilization_with_the_preset() 
             "criteria": [{"name": "e", "metric": "error_ratio", "absolute": {"max": 0.01}}],
         }
     )
-    planned = {(q.criterion, q.variant): q.promql for q in plan_cost_inputs(analysis, TARGETS)}
+    planned = {
+        (q.criterion, q.variant): promql(q, TARGETS[q.variant], "vllm", "30s")
+        for q in plan_cost_inputs(analysis)
+    }
     assert len(planned) == 18, "9 per variant: rates, utilization, latency, errors, evidence"
     assert "DCGM_FI_DEV_GPU_UTIL" in planned[("economics:accelerator_utilization", "baseline")]
     # Utilization over the same window as the rates it divides.
@@ -119,5 +123,5 @@ def test_a_custom_preset_plans_no_server_queries_for_the_cost_model() -> None:
         "interval": "1m", "prometheus": {"address": "http://p:9090"}, "preset": "custom",
         "criteria": [{"name": "q", "query": "vector(1)", "absolute": {"max": 2}}],
     })  # fmt: skip
-    planned = plan_cost_inputs(analysis, TARGETS)
+    planned = plan_cost_inputs(analysis)
     assert {q.criterion for q in planned} == {"economics:accelerator_utilization"}

@@ -1,4 +1,5 @@
-"""Query templates: rendering per variant, escaping, refusals, presets, and the query plan."""
+"""The Prometheus source's templates (rendering per variant, escaping, refusals, presets) and the
+engine's plan of requests, as PromQL."""
 
 from __future__ import annotations
 
@@ -6,14 +7,15 @@ import pytest
 
 from acceltrial.api.spec import AnalysisSpec
 from acceltrial.engine.analysis import plan
-from acceltrial.engine.queries import (
+from acceltrial.engine.metrics import PRESET_METRICS, OwnQuery, PresetMetric, VariantTarget
+from acceltrial.providers.metrics.prometheus.presets import (
     PRESETS,
     TemplateError,
-    VariantTarget,
     preset_template,
     promql_duration,
     render,
 )
+from acceltrial.providers.metrics.prometheus.reader import promql
 
 CANDIDATE = VariantTarget(
     "candidate",
@@ -110,7 +112,7 @@ def test_plan_asks_one_query_per_criterion_and_variant() -> None:
             ],
         }
     )
-    planned = plan(spec, {"baseline": BASELINE, "candidate": CANDIDATE}, weight=25)
+    planned = plan(spec, weight=25)
     assert [(q.criterion, q.variant, q.mode) for q in planned] == [
         ("p99", "baseline", "instant"),
         ("p99", "candidate", "instant"),
@@ -119,6 +121,26 @@ def test_plan_asks_one_query_per_criterion_and_variant() -> None:
         ("mean", "candidate", "range"),
     ]
     err = planned[2]
-    assert err.with_requests
-    assert "label_replace((" in err.promql
-    assert '"acceltrial_part", "requests"' in err.promql
+    assert (err.measure, err.requests) == (PresetMetric("error_ratio"), PresetMetric("requests"))
+    asked = promql(err, CANDIDATE, "vllm", "1m")
+    assert "label_replace((" in asked
+    assert '"acceltrial_part", "requests"' in asked
+
+
+def test_an_own_query_is_passed_to_the_source_untouched_but_for_its_placeholders() -> None:
+    spec = AnalysisSpec.model_validate(
+        {
+            "prometheus": {"address": "http://p:9090"},
+            "preset": "custom",
+            "criteria": [{"name": "q", "query": 'up{pod=~"{{pods}}"}', "absolute": {"max": 2}}],
+        }
+    )
+    (request,) = plan(spec, weight=5)
+    assert request.measure == OwnQuery('up{pod=~"{{pods}}"}')
+    assert promql(request, CANDIDATE, "custom", "1m") == (
+        'up{pod=~"^(?:llama3-cand-7d9f-q8zzt|llama3-cand-7d9f-x2k4p)$"}'
+    )
+
+
+def test_the_engine_and_the_prometheus_presets_name_the_same_metrics() -> None:
+    assert {p: frozenset(m) for p, m in PRESETS.items()} == PRESET_METRICS

@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 
 from acceltrial.api.spec import AnalysisSpec
-from acceltrial.engine.analysis import PlannedQuery, Reading, judge, plan
-from acceltrial.engine.queries import VariantTarget
-from acceltrial.providers.metrics.port import Series, to_reading
+from acceltrial.engine.analysis import Reading, judge, plan
+from acceltrial.engine.metrics import MetricRequest, PresetMetric, VariantTarget
+from acceltrial.providers.metrics.prometheus import Series
+from acceltrial.providers.metrics.prometheus.reader import promql, to_reading
 
 TARGETS = {
     "baseline": VariantTarget("baseline", "serving", "llm-gpu", ("llm-gpu-1",), "gpu"),
@@ -42,24 +43,26 @@ def latency_reading(per_interval: list[list[float]]) -> Reading:
     return Reading(series=len(parts), parts=parts)
 
 
-def test_sequential_mode_plans_raw_counter_range_queries_split_by_le() -> None:
-    planned = plan(analysis(**INCREASE), TARGETS, weight=5)
+def test_sequential_mode_plans_raw_latency_counters_which_prometheus_splits_by_le() -> None:
+    planned = plan(analysis(**INCREASE), weight=5)
 
-    assert [(q.variant, q.mode, q.split_by) for q in planned] == [
-        ("baseline", "range", "le"),
-        ("candidate", "range", "le"),
+    assert [(q.variant, q.counters) for q in planned] == [
+        ("baseline", "latency"),
+        ("candidate", "latency"),
     ]
-    assert planned[1].promql == (
+    assert promql(planned[1], TARGETS["candidate"], "vllm", "1m") == (
         'sum by (le) (vllm:e2e_request_latency_seconds_bucket{namespace="serving", '
         'pod=~"^(?:llm-neuron-1)$"})'
     )
 
 
 def test_fixed_mode_and_decrease_criteria_keep_their_value_queries() -> None:
-    fixed = plan(analysis("fixed", **INCREASE), TARGETS, weight=5)
-    decrease = plan(analysis(statistical={"direction": "decrease"}), TARGETS, weight=5)
+    fixed = plan(analysis("fixed", **INCREASE), weight=5)
+    decrease = plan(analysis(statistical={"direction": "decrease"}), weight=5)
 
-    assert all(q.split_by is None and "histogram_quantile" in q.promql for q in fixed + decrease)
+    for request in fixed + decrease:
+        assert request.counters is None
+        assert "histogram_quantile" in promql(request, TARGETS[request.variant], "vllm", "1m")
 
 
 def test_a_candidate_as_fast_as_the_baseline_passes() -> None:
@@ -103,7 +106,7 @@ def test_no_candidate_requests_is_inconclusive_never_a_pass() -> None:
 
 def test_errors_against_an_absolute_max_use_the_candidate_alone() -> None:
     spec = analysis(metric="error_ratio", absolute={"max": 0.01})
-    planned = plan(spec, TARGETS, weight=5)
+    planned = plan(spec, weight=5)
     ok = [(15.0 * t, 100.0 * t) for t in range(10)]
     bad = [(15.0 * t, 10.0 * t) for t in range(10)]  # 10% errors
 
@@ -116,7 +119,7 @@ def test_errors_against_an_absolute_max_use_the_candidate_alone() -> None:
 
 
 def test_to_reading_keeps_each_series_by_the_split_label() -> None:
-    query = PlannedQuery("c", "candidate", "q", "range", False, split_by="le")
+    query = MetricRequest("c", "candidate", PresetMetric("latency_p99"), counters="latency")
     series = [Series({"le": "1.0"}, ((0.0, 1.0), (15.0, 2.0))), Series({"le": "+Inf"}, ())]
 
     reading = to_reading(series, query)

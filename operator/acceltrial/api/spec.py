@@ -429,6 +429,10 @@ class AnalysisSpec(ApiModel):
 
     interval: Duration = "1m"
     """Time between two measurements, and the window each measurement covers."""
+    source: Literal["prometheus"] = "prometheus"
+    """Where the metrics come from; its settings are the field of the same name. Prometheus
+    (any server with its HTTP API: Prometheus, Amazon Managed Service for Prometheus, Thanos,
+    Mimir) is the one source today."""
     prometheus: PrometheusSpec
     """The Prometheus that scrapes both variants."""
     preset: PresetName = "vllm"

@@ -27,11 +27,16 @@ from acceltrial.cli.trials import CliError, connect
 from acceltrial.engine.analysis import MeasurementWindow
 from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_name
 from acceltrial.engine.metric_check import Answer, answers, plan_check
-from acceltrial.engine.queries import TemplateError, Variant, VariantTarget
+from acceltrial.engine.metrics import Variant, VariantTarget
 from acceltrial.engine.targets import baseline_pods, variant_target
 from acceltrial.kube.gateway import KubeError
-from acceltrial.providers.metrics.factory import MissingSecret, ResolvedSecrets, client_for
-from acceltrial.providers.metrics.port import MetricsError, collect
+from acceltrial.providers.metrics.factory import (
+    MissingSecret,
+    ResolvedSecrets,
+    client_for,
+    reader_for,
+)
+from acceltrial.providers.metrics.port import MetricsError, MetricsSource, RequestError, collect
 
 USAGE_ERROR = 2
 
@@ -82,7 +87,7 @@ def run_check(options: CheckOptions, out: TextIO, err: TextIO) -> int:
             spec.analysis.prometheus.model_copy(update={"address": address}), ResolvedSecrets()
         )
         _reachable(prometheus, address)
-        found = _run(spec, targets, prometheus)
+        found = _run(spec, targets, reader_for(spec.analysis, prometheus))
     except (UsageError, CliError, MissingSecret) as error:
         print(f"acceltrial check: {error}", file=err)
         return USAGE_ERROR
@@ -182,15 +187,18 @@ def _reachable(prometheus: Any, address: str) -> None:
         raise UsageError(f"Prometheus at {address} does not answer: {error}") from None
 
 
-def _run(spec: TrialSpec, targets: dict[Variant, VariantTarget], prometheus: Any) -> list[Answer]:
-    try:
-        planned = plan_check(spec.analysis, targets, tuple(targets))
-    except TemplateError as error:
-        raise UsageError(f"a query cannot be rendered: {error}") from None
+def _run(
+    spec: TrialSpec, targets: dict[Variant, VariantTarget], source: MetricsSource
+) -> list[Answer]:
+    planned = plan_check(spec.analysis, tuple(targets))
     interval = timedelta(seconds=duration_seconds(spec.analysis.interval))
     now = datetime.now(UTC)
     window = MeasurementWindow(now - interval, now, max(1.0, interval.total_seconds() / 4))
-    return answers(planned, collect(planned, prometheus, window).readings)
+    try:
+        readings = collect(planned, source, targets, window).readings
+    except RequestError as error:
+        raise UsageError(f"a query cannot be rendered: {error}") from None
+    return answers(planned, readings)
 
 
 def _print(found: list[Answer], targets: dict[Variant, VariantTarget], out: TextIO) -> None:
@@ -198,12 +206,13 @@ def _print(found: list[Answer], targets: dict[Variant, VariantTarget], out: Text
         if variant not in targets:
             why = "no pods found" if variant == "candidate" else "not given"
             print(f"{variant}: not checked ({why}; give --{variant}-pods REGEX)", file=out)
-    width = max((len(a.query.criterion) for a in found), default=9)
+    width = max((len(a.request.criterion) for a in found), default=9)
     for a in found:
         mark = "ok" if a.usable else "NO"
         said = a.said if a.usable else f"no usable value: {a.said}"
-        print(f"{mark:>2}  {a.query.criterion:<{width}}  {a.query.variant:<9}  {said}", file=out)
+        name, variant = a.request.criterion, a.request.variant
+        print(f"{mark:>2}  {name:<{width}}  {variant:<9}  {said}", file=out)
         if not a.usable:
-            print(f"{'':4}{'':<{width}}  {'':<9}  query: {a.query.promql}", file=out)
+            print(f"{'':4}{'':<{width}}  {'':<9}  query: {a.asked}", file=out)
     judged = sum(a.usable for a in found)
     print(f"{judged} of {len(found)} queries give a value to judge", file=out)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from acceltrial.cli.progress_bar import bar, progress
-from acceltrial.engine.queries import COST_METRICS
+from acceltrial.engine.metrics import COST_METRICS
 from acceltrial.sandbox.fleet.exporter import FleetSnapshot
 
 Manifest = dict[str, Any]

@@ -1,9 +1,10 @@
-"""Judging a step: which queries measure it, what each criterion's readings mean, and the limits.
+"""Judging a step: which readings measure it, what each criterion's readings mean, and the limits.
 
-Pure: the caller runs the planned queries (through a metrics port) and hands back one
-:class:`Reading` per criterion and variant. The rule that matters most here: **no data is never a
-pass**. An empty result, NaN, +Inf, a provider error, several series where one was expected, or
-too few samples or requests make a criterion Inconclusive, with the reason in words.
+Pure: the caller runs the planned requests (:class:`~acceltrial.engine.metrics.MetricRequest`,
+through a metrics port) and hands back one :class:`Reading` per criterion and variant. The rule
+that matters most here: **no data is never a pass**. An empty result, NaN, +Inf, a provider
+error, several series where one was expected, or too few samples or requests make a criterion
+Inconclusive, with the reason in words.
 
 Run-level limits follow Argo Rollouts: a step fails once failed measurements exceed
 ``failureLimit``, errors once consecutive errored measurements exceed ``consecutiveErrorLimit``,
@@ -14,23 +15,23 @@ from __future__ import annotations
 
 import math
 import statistics as pystats
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from acceltrial.api.spec import AnalysisSpec, Criterion
 from acceltrial.api.status import AnalysisCounts, Verdict
-from acceltrial.engine.queries import (
+from acceltrial.engine.metrics import (
     COST_METRICS,
     REQUESTS_METRIC,
+    Measure,
+    MetricRequest,
+    OwnQuery,
+    PresetMetric,
     Variant,
-    VariantTarget,
-    preset_template,
-    render,
 )
 from acceltrial.engine.sequential import (
-    COUNTER_QUERIES,
     SequentialCheck,
     error_counts,
     latency_counts,
@@ -41,7 +42,6 @@ from acceltrial.engine.sequential import (
 from acceltrial.engine.statistics import Comparison, compare
 
 STATISTICAL_MIN_SAMPLES = 10
-PART_LABEL = "acceltrial_part"  # tells the value and the request count apart in one query
 RoundOutcome = Literal["Pass", "Fail", "Inconclusive", "Error"]
 StepStatus = Literal["Running", "Failed", "Errored", "Inconclusive"]
 
@@ -65,19 +65,6 @@ class MeasurementWindow:
 
 
 @dataclass(frozen=True)
-class PlannedQuery:
-    """One query to run for one variant of one criterion."""
-
-    criterion: str
-    variant: Variant
-    promql: str
-    mode: Literal["instant", "range"]
-    with_requests: bool
-    split_by: str | None = None
-    """A label whose values tell the series apart (raw counters for the sequential test)."""
-
-
-@dataclass(frozen=True)
 class Reading:
     """What the metrics provider returned for one variant of one criterion."""
 
@@ -90,7 +77,10 @@ class Reading:
     error: str | None = None
     """The provider's error, when the query failed."""
     parts: tuple[tuple[str, tuple[tuple[float, float], ...]], ...] = ()
-    """With ``split_by``: each series' label value and its (timestamp, value) samples."""
+    """Raw counters (a request's ``counters``): each part's name (a histogram bound such as
+    ``0.5`` or ``+Inf``, a status class such as ``5xx``) and its (timestamp, value) samples."""
+    asked: str = ""
+    """What the source was asked, in its own language (the rendered query), for messages."""
 
 
 @dataclass(frozen=True)
@@ -114,80 +104,49 @@ def applicable(analysis: AnalysisSpec, weight: int) -> list[Criterion]:
     return [c for c in analysis.criteria if weight >= c.from_weight]
 
 
-def plan(
-    analysis: AnalysisSpec, targets: Mapping[Variant, VariantTarget], weight: int
-) -> list[PlannedQuery]:
-    """The queries one measurement needs: at most one per criterion and variant."""
-    planned = []
+def plan(analysis: AnalysisSpec, weight: int) -> list[MetricRequest]:
+    """The readings one measurement needs: at most one per criterion and variant."""
+    planned: list[MetricRequest] = []
     for criterion in applicable(analysis, weight):
         if criterion.metric in COST_METRICS:
-            continue  # computed from prices and throughput, not queried
+            continue  # computed from prices and throughput, not read
         check = sequential_check(analysis, criterion)
         if check is not None:
-            planned += _plan_counters(analysis, criterion, check, targets)
-            continue
-        for variant in _variants_of(criterion):
-            target = targets[variant]
-            promql = render(_template(analysis, criterion, target), target, analysis.interval)
-            requests = _requests_template(analysis, criterion, target)
-            if requests is not None:
-                promql = _with_request_count(promql, render(requests, target, analysis.interval))
-            mode: Literal["instant", "range"] = "range" if criterion.statistical else "instant"
-            planned.append(
-                PlannedQuery(criterion.name, variant, promql, mode, requests is not None)
+            variants: tuple[Variant, ...] = (
+                ("candidate",) if check.one_sample else ("baseline", "candidate")
             )
+            planned += [
+                MetricRequest(criterion.name, v, measure(criterion), counters=check.stream)
+                for v in variants
+            ]
+            continue
+        mode: Literal["instant", "range"] = "range" if criterion.statistical else "instant"
+        requests = _requests_measure(criterion)
+        planned += [
+            MetricRequest(criterion.name, variant, measure(criterion), mode, requests)
+            for variant in _variants_of(criterion)
+        ]
     return planned
-
-
-def _plan_counters(
-    analysis: AnalysisSpec,
-    criterion: Criterion,
-    check: SequentialCheck,
-    targets: Mapping[Variant, VariantTarget],
-) -> list[PlannedQuery]:
-    template, label = COUNTER_QUERIES[analysis.preset][check.stream]
-    variants: tuple[Variant, ...] = (
-        ("candidate",) if check.one_sample else ("baseline", "candidate")
-    )
-    return [
-        PlannedQuery(
-            criterion.name,
-            variant,
-            render(template, targets[variant], analysis.interval),
-            "range",
-            False,
-            split_by=label,
-        )
-        for variant in variants
-    ]
 
 
 def _variants_of(criterion: Criterion) -> tuple[Variant, ...]:
     return ("candidate",) if criterion.absolute else ("baseline", "candidate")
 
 
-def _template(analysis: AnalysisSpec, criterion: Criterion, target: VariantTarget) -> str:
+def measure(criterion: Criterion) -> Measure:
+    """What a criterion reads: its own query, or its metric as the preset reads it."""
     if criterion.query is not None:
-        return criterion.query
+        return OwnQuery(criterion.query)
     assert criterion.metric is not None  # the API requires metric or query
-    return preset_template(analysis.preset, criterion.metric, target.accelerator)
+    return PresetMetric(criterion.metric)
 
 
-def _requests_template(
-    analysis: AnalysisSpec, criterion: Criterion, target: VariantTarget
-) -> str | None:
+def _requests_measure(criterion: Criterion) -> Measure | None:
     if criterion.min_requests is None:
         return None
     if criterion.requests_query is not None:
-        return criterion.requests_query
-    return preset_template(analysis.preset, REQUESTS_METRIC, target.accelerator)
-
-
-def _with_request_count(value_query: str, requests_query: str) -> str:
-    def part(query: str, name: str) -> str:
-        return f'label_replace(({query}), "{PART_LABEL}", "{name}", "", "")'
-
-    return f"{part(value_query, 'value')} or {part(requests_query, 'requests')}"
+        return OwnQuery(criterion.requests_query)
+    return PresetMetric(REQUESTS_METRIC)
 
 
 def judge(

@@ -1,8 +1,8 @@
-"""The cost side of a measurement: which queries feed the cost model, its inputs from them, and
+"""The cost side of a measurement: which readings feed the cost model, its inputs from them, and
 whether the window they come from is sound enough to judge cost on.
 
 Pure. Every measurement also asks, per variant, for the successful request rate, the generated
-token rate and the accelerator utilization averaged over the same window (the preset's queries),
+token rate and the accelerator utilization averaged over the same window (the preset's metrics),
 so ``status.economics`` is kept current and cost criteria (``cost_per_million_tokens``,
 ``cost_per_thousand_requests``) can be judged. What the caller resolved from prices and the pod
 specs comes in as :class:`VariantResources`.
@@ -11,7 +11,7 @@ A projection rounds replicas up, so a few percent of throughput read wrong can m
 whole replica and its cost by a third. Cost is therefore judged only on sound windows
 (:func:`window_problem`): one that begins within an ``analysis.interval`` of a weight change (its
 first scrapes may predate the change taking effect), or holds fewer scrapes of the request counter
-than the criterion's ``minSamples`` (default 2, what ``rate()`` needs) or fewer requests than its
+than the criterion's ``minSamples`` (default 2, what a rate needs) or fewer requests than its
 ``minRequests``, makes the criterion Inconclusive, never Fail. During the bake the baseline serves
 nothing; relative cost criteria then compare the candidate with the median of the baseline's
 projected cost over the sound step measurements (:class:`BaselineCostFromSteps`, kept in
@@ -29,7 +29,7 @@ from typing import Literal
 
 from acceltrial.api.spec import AnalysisSpec, Criterion, EconomicsSpec
 from acceltrial.api.status import BaselineCostFromSteps, EconomicsStatus
-from acceltrial.engine.analysis import Judgement, PlannedQuery, Reading, judge_cost
+from acceltrial.engine.analysis import Judgement, Reading, judge_cost
 from acceltrial.engine.economics import (
     Comparison,
     Throughput,
@@ -38,27 +38,27 @@ from acceltrial.engine.economics import (
     cost_criterion_values,
     to_status,
 )
-from acceltrial.engine.queries import (
+from acceltrial.engine.metrics import (
     COST_METRICS,
-    PRESETS,
     REQUESTS_METRIC,
     SCRAPES_METRIC,
+    UTILIZATION_METRIC,
+    MetricRequest,
+    PresetMetric,
     Variant,
     VariantTarget,
-    preset_template,
-    render,
-    utilization_over_window,
+    offers,
 )
 
 COST_INPUT_PREFIX = "economics:"
-"""Planned queries of the cost model and the report are named like this, never like a criterion."""
-_INPUTS = ("request_rate", "token_rate", "accelerator_utilization")
+"""Readings of the cost model and the report are filed like this, never like a criterion."""
+_INPUTS = ("request_rate", "token_rate", UTILIZATION_METRIC)
 OBSERVED_METRICS = (*_INPUTS, "latency_mean", "latency_p50", "latency_p99", "error_ratio")
 """What every measurement records per variant, for the report."""
 _EVIDENCE = (SCRAPES_METRIC, REQUESTS_METRIC)
 """How much each variant's window holds: scrapes of its request counter, requests served."""
 MIN_SCRAPES = 2
-"""Scrapes a cost criterion needs per variant unless it sets minSamples: rate() needs two."""
+"""Scrapes a cost criterion needs per variant unless it sets minSamples: a rate needs two."""
 BASELINE_FIGURES_KEPT = 32
 _VARIANTS: tuple[Variant, ...] = ("baseline", "candidate")
 
@@ -79,7 +79,7 @@ class CostWindow:
     """The span a measurement's cost inputs cover, and the weight change it must not straddle."""
 
     end: datetime
-    """When the measurement is taken; every rate() covers the ``seconds`` before it."""
+    """When the measurement is taken; every rate covers the ``seconds`` before it."""
     seconds: float
     """The rate window: ``analysis.interval``."""
     weight: int
@@ -101,27 +101,23 @@ class CostFigures:
     missing: str
 
 
-def plan_cost_inputs(
-    analysis: AnalysisSpec, targets: Mapping[Variant, VariantTarget]
-) -> list[PlannedQuery]:
-    """Instant queries for each variant's request rate, token rate, utilization, latency (mean,
-    p50, p99) and error ratio (the cost model's inputs and the report's side-by-side figures),
-    and for the scrapes and requests its window holds (whether the figures can be judged)."""
-    planned = []
-    for metric in (*OBSERVED_METRICS, *_EVIDENCE):
-        for variant in _VARIANTS:
-            target = targets[variant]
-            if metric == "accelerator_utilization":
-                template = utilization_over_window(target.accelerator)
-            elif metric in PRESETS.get(analysis.preset, {}):
-                template = preset_template(analysis.preset, metric, target.accelerator)
-            else:
-                continue  # preset: custom has no server queries; those figures stay unknown
-            promql = render(template, target, analysis.interval)
-            planned.append(
-                PlannedQuery(f"{COST_INPUT_PREFIX}{metric}", variant, promql, "instant", False)
-            )
-    return planned
+def plan_cost_inputs(analysis: AnalysisSpec) -> list[MetricRequest]:
+    """Instant reads of each variant's request rate, token rate, utilization (averaged over the
+    window, as the rates are), latency (mean, p50, p99) and error ratio (the cost model's inputs
+    and the report's side-by-side figures), and of the scrapes and requests its window holds
+    (whether the figures can be judged). A preset without server metrics (custom) reads only
+    utilization: the other figures stay unknown."""
+    return [
+        MetricRequest(
+            f"{COST_INPUT_PREFIX}{metric}",
+            variant,
+            PresetMetric(metric),
+            averaged=metric == UTILIZATION_METRIC,
+        )
+        for metric in (*OBSERVED_METRICS, *_EVIDENCE)
+        if offers(analysis.preset, metric)
+        for variant in _VARIANTS
+    ]
 
 
 def cost_figures(

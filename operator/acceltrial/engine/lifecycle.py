@@ -56,8 +56,8 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
 from acceltrial.engine.compile_gate import CompileJobState, StartCompile, compile_gate
 from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
+from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
-from acceltrial.engine.queries import Variant
 from acceltrial.engine.route_guard import route_guard
 
 RECENT_RESULTS = 64

@@ -2,7 +2,7 @@
 
 It owns what the operator decides about a measurement: the window (at 100% during the bake the
 baseline is compared over its last window of traffic), the step it belongs to (0 during the
-bake), which queries run, and how each criterion is judged (a cost criterion against the cost
+bake), which readings it takes, and how each criterion is judged (a cost criterion against the cost
 figures, any other criterion on its two readings). The handler gathers the targets and readings;
 it decides none of this.
 """
@@ -25,7 +25,6 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import (
     Judgement,
     MeasurementWindow,
-    PlannedQuery,
     Reading,
     applicable,
     judge,
@@ -42,7 +41,7 @@ from acceltrial.engine.costing import (
     plan_cost_inputs,
 )
 from acceltrial.engine.lifecycle import Measurement, mirror_at
-from acceltrial.engine.queries import COST_METRICS, Variant, VariantTarget
+from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, VariantTarget
 
 Readings = Mapping[tuple[str, Variant], Reading]
 
@@ -97,12 +96,9 @@ def preflight_window(analysis: AnalysisSpec, now: datetime) -> MeasurementWindow
     return MeasurementWindow(now - interval, now, max(1.0, interval.total_seconds() / 4))
 
 
-def measurement_queries(
-    analysis: AnalysisSpec, targets: Mapping[Variant, VariantTarget], weight: int
-) -> list[PlannedQuery]:
-    """Every query of a measurement: the criteria at this weight, then the cost inputs.
-    Raises :class:`~acceltrial.engine.queries.TemplateError` when one cannot be rendered."""
-    return plan(analysis, targets, weight) + plan_cost_inputs(analysis, targets)
+def measurement_requests(analysis: AnalysisSpec, weight: int) -> list[MetricRequest]:
+    """Every reading of a measurement: the criteria at this weight, then the cost inputs."""
+    return plan(analysis, weight) + plan_cost_inputs(analysis)
 
 
 def judge_measurement(

@@ -3,7 +3,7 @@ baseline) and by ``acceltrial check`` (for both variants), and each answer put i
 
 Flagger and Argo Rollouts users meet "no values found" in the middle of a rollout; a query that
 cannot be judged is found here instead, with the criterion, the rendered query and what came
-back. Pure: the caller runs the planned queries through the metrics port.
+back. Pure: the caller runs the planned requests through the metrics port.
 """
 
 from __future__ import annotations
@@ -13,67 +13,64 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from acceltrial.api.spec import AnalysisSpec, Criterion
-from acceltrial.engine.analysis import PlannedQuery, Reading
-from acceltrial.engine.queries import Variant, VariantTarget, preset_template, render
+from acceltrial.engine.analysis import Reading, measure
+from acceltrial.engine.metrics import (
+    UTILIZATION_METRIC,
+    Measure,
+    MetricRequest,
+    PresetMetric,
+    Variant,
+)
 
 # What the cost model needs of a variant to price one unit and project it.
 _COST_INPUTS = {
-    "cost_per_million_tokens": ("token_rate", "accelerator_utilization"),
-    "cost_per_thousand_requests": ("request_rate", "accelerator_utilization"),
+    "cost_per_million_tokens": ("token_rate", UTILIZATION_METRIC),
+    "cost_per_thousand_requests": ("request_rate", UTILIZATION_METRIC),
 }
 
 
 @dataclass(frozen=True)
 class Answer:
-    """What one planned query gave: a value to judge, or why there is none."""
+    """What one planned request gave: a value to judge, or why there is none, and the query the
+    source ran (for the person reading it)."""
 
-    query: PlannedQuery
+    request: MetricRequest
     value: float | None
     said: str
+    asked: str = ""
 
     @property
     def usable(self) -> bool:
         return self.value is not None
 
 
-def plan_check(
-    analysis: AnalysisSpec, targets: Mapping[Variant, VariantTarget], variants: Iterable[Variant]
-) -> list[PlannedQuery]:
-    """One instant query per criterion and variant (per cost input for cost criteria)."""
-    planned = []
-    for criterion in analysis.criteria:
-        for variant in variants:
-            target = targets[variant]
-            for name, template in _templates(analysis, criterion, target):
-                promql = render(template, target, analysis.interval)
-                planned.append(PlannedQuery(name, variant, promql, "instant", False))
-    return planned
-
-
-def _templates(
-    analysis: AnalysisSpec, criterion: Criterion, target: VariantTarget
-) -> list[tuple[str, str]]:
-    if criterion.metric in _COST_INPUTS:
-        return [
-            (f"{criterion.name} ({metric} for the cost model)",
-             preset_template(analysis.preset, metric, target.accelerator))
-            for metric in _COST_INPUTS[criterion.metric]
-        ]  # fmt: skip
-    if criterion.query is not None:
-        return [(criterion.name, criterion.query)]
-    assert criterion.metric is not None  # the API requires metric or query
+def plan_check(analysis: AnalysisSpec, variants: Iterable[Variant]) -> list[MetricRequest]:
+    """One instant read per criterion and variant (per cost input for cost criteria)."""
     return [
-        (criterion.name, preset_template(analysis.preset, criterion.metric, target.accelerator))
+        MetricRequest(name, variant, what)
+        for criterion in analysis.criteria
+        for variant in variants
+        for name, what in _measures(criterion)
     ]
 
 
-def answer(query: PlannedQuery, reading: Reading | None) -> Answer:
-    """The reading of one query, judged as the analysis would: one finite value, or why not."""
+def _measures(criterion: Criterion) -> list[tuple[str, Measure]]:
+    if criterion.metric in _COST_INPUTS:
+        return [
+            (f"{criterion.name} ({metric} for the cost model)", PresetMetric(metric))
+            for metric in _COST_INPUTS[criterion.metric]
+        ]
+    return [(criterion.name, measure(criterion))]
+
+
+def answer(request: MetricRequest, reading: Reading | None) -> Answer:
+    """The reading of one request, judged as the analysis would: one finite value, or why not."""
+    asked = reading.asked if reading is not None else ""
     why = _why_unusable(reading)
     if why is not None:
-        return Answer(query, None, why)
+        return Answer(request, None, why, asked)
     assert reading is not None
-    return Answer(query, reading.values[0], f"{reading.values[0]:.6g}")
+    return Answer(request, reading.values[0], f"{reading.values[0]:.6g}", asked)
 
 
 def _why_unusable(reading: Reading | None) -> str | None:
@@ -96,16 +93,16 @@ def _why_unusable(reading: Reading | None) -> str | None:
 
 
 def answers(
-    planned: Iterable[PlannedQuery], readings: Mapping[tuple[str, Variant], Reading]
+    planned: Iterable[MetricRequest], readings: Mapping[tuple[str, Variant], Reading]
 ) -> list[Answer]:
-    return [answer(q, readings.get((q.criterion, q.variant))) for q in planned]
+    return [answer(r, readings.get((r.criterion, r.variant))) for r in planned]
 
 
 def unjudgeable(found: Iterable[Answer]) -> list[str]:
     """One sentence per query that could not be judged, naming criterion, variant and query."""
     return [
-        f"criterion {a.query.criterion}: the {a.query.variant}'s query gives no usable value, "
-        f"{a.said}: {a.query.promql}"
+        f"criterion {a.request.criterion}: the {a.request.variant}'s query gives no usable "
+        f"value, {a.said}: {a.asked}"
         for a in found
         if not a.usable
     ]

@@ -30,7 +30,7 @@ from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.compile_gate import with_compile_note
 from acceltrial.engine.economics import migration_total
 from acceltrial.engine.lifecycle import Measurement
-from acceltrial.engine.queries import Variant
+from acceltrial.engine.metrics import Variant
 
 _FIGURES = {
     "request_rate": "requests_per_second",

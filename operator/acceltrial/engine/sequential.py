@@ -29,12 +29,12 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from acceltrial.api.spec import AnalysisSpec, Criterion
+from acceltrial.engine.metrics import COUNTER_PRESETS, LATENCY_METRICS, Stream
 
 MULTIPLIERS = (1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
 """How much worse than the tolerance the mixture's alternatives are."""
@@ -42,24 +42,6 @@ MAX_LOG_FACTOR = 2.0
 """One interval multiplies the evidence by at most e^2: a burst within one scrape interval (a
 pause, one long prompt) cannot fail a step alone. A capped factor still has expectation <= 1, so
 the guarantee holds."""
-LATENCY_METRICS = frozenset({"latency_mean", "latency_p50", "latency_p90", "latency_p99"})
-_SELECTOR = '{namespace="{{namespace}}", pod=~"{{pods}}"}'
-_TGI_OUTCOMES = (
-    f'label_replace(sum(tgi_request_failure{_SELECTOR}), "status", "5xx", "", "") or '
-    f'label_replace(sum(tgi_request_success{_SELECTOR}), "status", "2xx", "", "")'
-)
-COUNTER_QUERIES: Mapping[str, Mapping[str, tuple[str, str]]] = {
-    # (query of raw counters, the label that splits it)
-    "vllm": {
-        "latency": (f"sum by (le) (vllm:e2e_request_latency_seconds_bucket{_SELECTOR})", "le"),
-        "errors": (f"sum by (status) (http_requests_total{_SELECTOR})", "status"),
-    },
-    "tgi": {
-        "latency": (f"sum by (le) (tgi_request_duration_bucket{_SELECTOR})", "le"),
-        "errors": (_TGI_OUTCOMES, "status"),
-    },
-}
-Stream = Literal["latency", "errors"]
 Samples = Sequence[tuple[float, float]]
 """(timestamp, value) samples of one counter."""
 
@@ -77,7 +59,7 @@ class SequentialCheck:
 def sequential_check(analysis: AnalysisSpec, criterion: Criterion) -> SequentialCheck | None:
     """The sequential test of ``criterion``, or None when it is judged measurement by measurement
     (fixed mode, your own query, a metric without counters, or a criterion on a decrease)."""
-    if analysis.mode != "sequential" or analysis.preset not in COUNTER_QUERIES:
+    if analysis.mode != "sequential" or analysis.preset not in COUNTER_PRESETS:
         return None
     stream = _stream(criterion)
     if stream is None:
@@ -110,8 +92,8 @@ class Counts:
 
 
 def latency_counts(parts: Mapping[str, Samples]) -> Counts:
-    """From ``sum by (le)`` of a histogram's buckets: requests (``+Inf``) and, per finite bound,
-    requests slower than it."""
+    """From a histogram's cumulative bucket counters, one part per bound: requests (``+Inf``)
+    and, per finite bound, requests slower than it."""
     total = increments(parts.get("+Inf", ()))
     events = {}
     for bound, samples in parts.items():

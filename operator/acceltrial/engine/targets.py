@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from acceltrial.engine.candidate import TRIAL_LABEL
-from acceltrial.engine.queries import Accelerator, Variant, VariantTarget
+from acceltrial.engine.metrics import Accelerator, Variant, VariantTarget
 
 Manifest = Mapping[str, Any]
 _INSTANCE = re.compile(r"^aws:///[^/]*/(i-[0-9a-f]{8,17})$")

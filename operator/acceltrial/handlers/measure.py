@@ -1,7 +1,7 @@
 """Taking a measurement: the snapshot's targets, the trial's metrics source, the engine's plan.
 
-The engine (engine/measurement.py) plans the windows and queries and judges the readings; this
-module only gathers what it needs (pods, prices, readings) and runs the queries.
+The engine (engine/measurement.py) plans the windows and requests and judges the readings; this
+module only gathers what it needs (pods, prices, readings) and runs the requests.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from acceltrial.api.status import TrialStatus
 from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.measurement import (
     judge_measurement,
-    measurement_queries,
+    measurement_requests,
     plan_measurement,
     preflight_window,
 )
 from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
-from acceltrial.engine.queries import TemplateError, Variant
+from acceltrial.engine.metrics import Variant
 from acceltrial.handlers.metrics_source import metrics_source
 from acceltrial.handlers.snapshot import TickSnapshot
-from acceltrial.providers.metrics.port import MetricsSource, collect
+from acceltrial.providers.metrics.port import MetricsSource, RequestError, collect
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,11 @@ def measure(snapshot: TickSnapshot, status: TrialStatus, now: datetime) -> Measu
     planned = plan_measurement(spec, status, now)
     targets = snapshot.targets
     pods: dict[Variant, int] = {v: len(t.pods) for v, t in targets.items()}
+    requests = measurement_requests(spec.analysis, planned.weight)
     try:
-        queries = measurement_queries(spec.analysis, targets, planned.weight)
-    except TemplateError as error:
+        readings = collect(requests, _source(snapshot), targets, planned.window).readings
+    except RequestError as error:
         return Measured(Measurement("Error", f"a query cannot be rendered: {error}"), pods)
-    readings = collect(queries, _source(snapshot), planned.window).readings
     judged = judge_measurement(spec, planned, readings, targets, snapshot.resources)
     return Measured(judged, pods)
 
@@ -49,13 +49,14 @@ def measure(snapshot: TickSnapshot, status: TrialStatus, now: datetime) -> Measu
 def metric_problems(snapshot: TickSnapshot, now: datetime) -> list[str]:
     """Every criterion's query run for the baseline: what cannot be judged, and why."""
     analysis = snapshot.spec.analysis
+    planned = plan_check(analysis, ("baseline",))
+    window = preflight_window(analysis, now)
     try:
-        planned = plan_check(analysis, snapshot.targets, ("baseline",))
-    except TemplateError as error:
+        readings = collect(planned, _source(snapshot), snapshot.targets, window).readings
+    except RequestError as error:
         return [f"a query cannot be rendered: {error}"]
-    readings = collect(planned, _source(snapshot), preflight_window(analysis, now)).readings
     return unjudgeable(answers(planned, readings))
 
 
 def _source(snapshot: TickSnapshot) -> MetricsSource:
-    return metrics_source(snapshot.kube, snapshot.namespace, snapshot.spec.analysis.prometheus)
+    return metrics_source(snapshot.kube, snapshot.namespace, snapshot.spec.analysis)

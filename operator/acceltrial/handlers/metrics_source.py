@@ -1,17 +1,17 @@
 """The trial's metrics source: the Secrets ``analysis.prometheus`` names, read through the kube
-gateway and handed to the Prometheus client factory (which only maps values to settings)."""
+gateway and handed to the metrics source factory (which only maps values to settings)."""
 
 from __future__ import annotations
 
-from acceltrial.api.spec import PrometheusSpec
+from acceltrial.api.spec import AnalysisSpec, PrometheusSpec
 from acceltrial.kube.gateway import Kube
-from acceltrial.providers.metrics.factory import ResolvedSecrets, client_for
+from acceltrial.providers.metrics.factory import ResolvedSecrets, source_for
 from acceltrial.providers.metrics.port import MetricsSource
 
 
-def metrics_source(kube: Kube, namespace: str, prometheus: PrometheusSpec) -> MetricsSource:
-    """A client for the trial's Prometheus, with the secret values its spec refers to."""
-    return client_for(prometheus, resolve_secrets(kube, namespace, prometheus))
+def metrics_source(kube: Kube, namespace: str, analysis: AnalysisSpec) -> MetricsSource:
+    """The trial's metrics source, with the secret values its spec refers to."""
+    return source_for(analysis, resolve_secrets(kube, namespace, analysis.prometheus))
 
 
 def resolve_secrets(kube: Kube, namespace: str, prometheus: PrometheusSpec) -> ResolvedSecrets:

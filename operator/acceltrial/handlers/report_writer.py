@@ -9,7 +9,7 @@ from typing import Any
 from acceltrial.api.status import TrialStatus
 from acceltrial.engine.gitops import committable
 from acceltrial.engine.lifecycle import Measurement
-from acceltrial.engine.queries import Variant
+from acceltrial.engine.metrics import Variant
 from acceltrial.engine.report import ReportInputs, gitops_due, update_report, upload_due
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.reports.configmap import ConfigMapReports

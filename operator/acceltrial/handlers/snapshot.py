@@ -17,7 +17,7 @@ from typing import Any
 from acceltrial.api.spec import TrialSpec
 from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_name
 from acceltrial.engine.costing import VariantResources
-from acceltrial.engine.queries import Variant, VariantTarget
+from acceltrial.engine.metrics import Variant, VariantTarget
 from acceltrial.engine.targets import baseline_pods, variant_target
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.pricing.sources import price_sources

@@ -27,9 +27,9 @@ from acceltrial.engine.lifecycle import (
     measurement_due,
     mirror_at,
 )
+from acceltrial.engine.metrics import Variant
 from acceltrial.engine.preflight import available, available_replicas
 from acceltrial.engine.promotion import AutoscalerBounds
-from acceltrial.engine.queries import Variant
 from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting
 from acceltrial.handlers.capacity import capacity_need, capacity_provider

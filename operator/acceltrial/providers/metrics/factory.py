@@ -1,17 +1,26 @@
-"""Building a Prometheus client from a trial's ``analysis.prometheus`` and its resolved secrets.
+"""Building a trial's metrics source from its ``analysis`` and the secrets it resolved.
 
-The caller (handlers/metrics_source.py, through the kube gateway) reads the Secrets the spec
-names; this module only maps values to client settings, so it stays testable without a cluster.
+``analysis.source`` chooses the source (``prometheus``, the default; a new source is one more
+entry in :data:`SOURCES` and its own folder). The caller (handlers/metrics_source.py, through the
+kube gateway) reads the Secrets the spec names; this module only maps values to client settings,
+so it stays testable without a cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from acceltrial.api.durations import duration_seconds
-from acceltrial.api.spec import PrometheusSpec
-from acceltrial.providers.metrics.prometheus import Auth, PrometheusClient, sigv4_signer
+from acceltrial.api.spec import AnalysisSpec, PrometheusSpec
+from acceltrial.providers.metrics.port import MetricsSource
+from acceltrial.providers.metrics.prometheus import (
+    Auth,
+    PrometheusClient,
+    PrometheusReader,
+    sigv4_signer,
+)
 
 T = TypeVar("T")
 
@@ -27,6 +36,26 @@ class ResolvedSecrets:
 
 class MissingSecret(ValueError):
     """The spec names a secret value that was not provided."""
+
+
+def source_for(analysis: AnalysisSpec, secrets: ResolvedSecrets) -> MetricsSource:
+    """The metrics source ``analysis.source`` names, configured as the spec says."""
+    return SOURCES[analysis.source](analysis, secrets)
+
+
+def _prometheus(analysis: AnalysisSpec, secrets: ResolvedSecrets) -> MetricsSource:
+    return reader_for(analysis, client_for(analysis.prometheus, secrets))
+
+
+def reader_for(analysis: AnalysisSpec, client: PrometheusClient) -> PrometheusReader:
+    """The trial's requests asked of ``client``, in the trial's preset and interval."""
+    return PrometheusReader(client, analysis.preset, analysis.interval)
+
+
+SOURCES: dict[str, Callable[[AnalysisSpec, ResolvedSecrets], MetricsSource]] = {
+    "prometheus": _prometheus,
+}
+"""Metrics sources by their ``analysis.source`` name."""
 
 
 def client_for(spec: PrometheusSpec, secrets: ResolvedSecrets) -> PrometheusClient:

@@ -1,8 +1,10 @@
-"""The metrics port: what the analysis needs from a metrics backend, and how a plan is run on it.
+"""The metrics port: what the analysis needs from a metrics source, and how its requests are run.
 
-A backend answers instant and range queries with series; :func:`collect` runs an analysis plan
-against any backend and turns each answer into the engine's :class:`Reading`, errors included, so
-the engine can judge a failed query as inconclusive instead of crashing.
+A source answers one :class:`~acceltrial.engine.metrics.MetricRequest` for one variant over a
+window with a :class:`~acceltrial.engine.analysis.Reading`; how it asks its backend (PromQL for
+Prometheus, in ``prometheus/``) is its own business. :func:`collect` runs every request of a
+measurement and files each answer, errors included, so the engine judges a failed read as
+inconclusive instead of crashing; a temporary failure is asked again.
 """
 
 from __future__ import annotations
@@ -13,20 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from acceltrial.engine.analysis import PART_LABEL, MeasurementWindow, PlannedQuery, Reading
-from acceltrial.engine.queries import Variant
-
-
-@dataclass(frozen=True)
-class Series:
-    """One time series of a query result: its labels and ``(timestamp, value)`` samples."""
-
-    labels: Mapping[str, str]
-    samples: tuple[tuple[float, float], ...]
+from acceltrial.engine.analysis import MeasurementWindow, Reading
+from acceltrial.engine.metrics import MetricRequest, Variant, VariantTarget
 
 
 class MetricsError(Exception):
-    """A query could not be answered; the message says why, for a person.
+    """A read could not be answered; the message says why, for a person.
 
     ``temporary`` tells a failure that asking again may cure (no connection, a timeout, 429,
     5xx, a truncated answer) from a refusal it cannot (a rejected query, no permission)."""
@@ -34,17 +28,30 @@ class MetricsError(Exception):
     temporary = True
 
 
-class MetricsSource(Protocol):
-    """A metrics backend that answers PromQL."""
+class RequestError(ValueError):
+    """A request cannot be put to the source at all for this target (a placeholder it does not
+    know, a name that is not safe to put in a query): nothing was asked."""
 
-    def instant(self, query: str, at: datetime) -> list[Series]:
-        """The value of ``query`` at ``at``: one sample per series."""
+
+class MetricsSource(Protocol):
+    """A metrics backend that answers the analysis' requests."""
+
+    def read(
+        self,
+        request: MetricRequest,
+        target: VariantTarget,
+        start: datetime,
+        end: datetime,
+        resolution_seconds: float,
+    ) -> Reading:
+        """The reading of ``request`` for ``target``: at ``end`` (instant), or from ``start``
+        to ``end`` every ``resolution_seconds`` (range, counters). Raises MetricsError when the
+        backend fails, RequestError when the request cannot be put to it."""
         ...
 
-    def range(
-        self, query: str, start: datetime, end: datetime, step_seconds: float
-    ) -> list[Series]:
-        """The values of ``query`` from ``start`` to ``end`` every ``step_seconds``."""
+    def describe(self, request: MetricRequest, target: VariantTarget) -> str:
+        """The request as this source asks it (the rendered query), for messages to a person.
+        Raises RequestError as :meth:`read` would."""
         ...
 
 
@@ -67,63 +74,49 @@ NO_RETRY = Retry(attempts=1)
 
 @dataclass
 class Collection:
-    """The readings of one measurement, and how many queries it took."""
+    """The readings of one measurement, and how many reads it took."""
 
     readings: dict[tuple[str, Variant], Reading] = field(default_factory=dict)
     queries: int = 0
 
 
 def collect(
-    planned: Sequence[PlannedQuery],
+    requests: Sequence[MetricRequest],
     source: MetricsSource,
+    targets: Mapping[Variant, VariantTarget],
     window: MeasurementWindow,
     retry: Retry | None = None,
 ) -> Collection:
-    """Run every planned query and keep its reading; a temporary failure is asked again."""
+    """Run every request and file its reading; a temporary failure is asked again. Raises
+    RequestError (before anything is asked) when a request cannot be put to the source."""
+    for request in requests:
+        source.describe(request, targets[request.variant])
     collection = Collection()
-    for query in planned:
-        reading, _ = _ask(query, source, window, retry or Retry())
+    for request in requests:
+        reading = _ask(request, source, targets[request.variant], window, retry or Retry())
         collection.queries += 1
-        collection.readings[(query.criterion, query.variant)] = reading
+        collection.readings[(request.criterion, request.variant)] = reading
     return collection
 
 
 def _ask(
-    query: PlannedQuery, source: MetricsSource, window: MeasurementWindow, retry: Retry
-) -> tuple[Reading, int]:
-    """One query's reading and how many times it was asked."""
-    start, end = window.for_variant(query.variant)
+    request: MetricRequest,
+    source: MetricsSource,
+    target: VariantTarget,
+    window: MeasurementWindow,
+    retry: Retry,
+) -> Reading:
+    """One request's reading, asked again after a temporary failure."""
+    start, end = window.for_variant(request.variant)
     delays = retry.delays()
+    asked_as = source.describe(request, target)
     for asked in range(1, len(delays) + 2):
         try:
-            if query.mode == "range":
-                series = source.range(query.promql, start, end, window.resolution_seconds)
-            else:
-                series = source.instant(query.promql, end)
+            return source.read(request, target, start, end, window.resolution_seconds)
         except MetricsError as error:
             if not error.temporary or asked > len(delays):
                 kind = "temporary" if error.temporary else "permanent"
                 tries = f" (asked {asked} times)" if asked > 1 else ""
-                return Reading(error=f"{error} [{kind}]{tries}"), asked
+                return Reading(error=f"{error} [{kind}]{tries}", asked=asked_as)
             retry.sleep(delays[asked - 1])
-        else:
-            return to_reading(series, query), asked
     raise AssertionError("unreachable: the last attempt returns")
-
-
-def to_reading(series: Sequence[Series], query: PlannedQuery) -> Reading:
-    """A query's series as a Reading: values, series count and, if asked, the request count."""
-    if query.split_by is not None:
-        parts = tuple((s.labels.get(query.split_by, ""), tuple(s.samples)) for s in series)
-        return Reading(series=len(series), parts=parts)
-    requests: float | None = None
-    if query.with_requests:
-        counted = [s for s in series if s.labels.get(PART_LABEL) == "requests"]
-        series = [s for s in series if s.labels.get(PART_LABEL) != "requests"]
-        if len(counted) == 1 and counted[0].samples:
-            requests = counted[0].samples[-1][1]
-    if query.mode == "range":
-        values = tuple(v for _, v in series[0].samples) if len(series) == 1 else ()
-    else:
-        values = tuple(s.samples[-1][1] for s in series if s.samples)
-    return Reading(values=values, series=len(series), requests=requests)

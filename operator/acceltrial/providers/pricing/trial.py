@@ -14,7 +14,7 @@ from typing import Any
 
 from acceltrial.api.spec import CandidateSpec, EconomicsSpec, TrialSpec
 from acceltrial.engine.costing import VariantResources
-from acceltrial.engine.queries import Variant
+from acceltrial.engine.metrics import Variant
 from acceltrial.providers.pricing.catalog import (
     GPU_RESOURCE,
     NEURON_DEVICE_RESOURCE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from acceltrial.engine.queries import Variant
+from acceltrial.engine.metrics import Variant
 from acceltrial.sandbox.fleet.model import ReplicaRates
 
 # Fine buckets (10% apart) so histogram_quantile() lands within a few percent of the truth;

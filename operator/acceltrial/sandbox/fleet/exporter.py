@@ -26,7 +26,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from acceltrial.engine.candidate import VARIANT_LABEL
-from acceltrial.engine.queries import Variant
+from acceltrial.engine.metrics import Variant
 from acceltrial.sandbox.access import Access, as_access
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions, Node, NodeExporter, Occupant
 from acceltrial.sandbox.fleet.counters import PodCounters

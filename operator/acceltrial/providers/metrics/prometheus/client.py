@@ -1,4 +1,4 @@
-"""The Prometheus HTTP API adapter: instant and range queries, authentication, typed errors.
+"""The Prometheus HTTP API client: instant and range queries, authentication, typed errors.
 
 Authentication: a bearer token, basic auth, or AWS SigV4 (Amazon Managed Service for
 Prometheus, signed with botocore's signer). TLS: a custom CA bundle, or verification off. Every
@@ -25,9 +25,17 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.session import Session
 
-from acceltrial.providers.metrics.port import MetricsError, Series
+from acceltrial.providers.metrics.port import MetricsError
 
 Signer = Callable[[str, str, bytes, dict[str, str]], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One time series of a query result: its labels and ``(timestamp, value)`` samples."""
+
+    labels: Mapping[str, str]
+    samples: tuple[tuple[float, float], ...]
 
 
 class PrometheusUnreachable(MetricsError):

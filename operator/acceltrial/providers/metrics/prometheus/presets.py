@@ -1,4 +1,4 @@
-"""Query templates and presets: which PromQL measures each criterion, rendered once per variant.
+"""The PromQL of each preset metric, and templates rendered once per variant.
 
 A template may use ``{{namespace}}``, ``{{pods}}``, ``{{deployment}}``, ``{{interval}}`` and
 ``{{instances}}``. Values are checked and escaped so that none can break out of a label matcher:
@@ -28,14 +28,19 @@ instead of PromQL, and they answer on the shapes real exporters and real Prometh
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
 
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.placeholders import ALLOWED_PLACEHOLDERS
-
-Variant = Literal["baseline", "candidate"]
-Accelerator = Literal["gpu", "neuron"]
+from acceltrial.engine.metrics import (
+    REQUESTS_METRIC,
+    SCRAPES_METRIC,
+    UTILIZATION_METRIC,
+    Accelerator,
+    Stream,
+    VariantTarget,
+)
+from acceltrial.providers.metrics.port import RequestError
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
@@ -43,23 +48,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _POD_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
-class TemplateError(ValueError):
+class TemplateError(RequestError):
     """A template or a value cannot be rendered safely."""
-
-
-@dataclass(frozen=True)
-class VariantTarget:
-    """What a query is rendered for: one variant's namespace, Deployment, pods and hardware."""
-
-    variant: Variant
-    namespace: str
-    deployment: str
-    pods: tuple[str, ...]
-    accelerator: Accelerator
-    instances: tuple[str, ...] = ()
-    """EC2 instance ids of the nodes the pods run on."""
-    pods_regex: str | None = None
-    """A regex of pod names given directly (``acceltrial check --baseline-pods``), used as is."""
 
 
 def render(template: str, target: VariantTarget, interval: str) -> str:
@@ -166,7 +156,7 @@ def _latency_family(histogram: str) -> dict[str, str]:
         "latency_p50": _quantile("0.50", histogram),
         "latency_p90": _quantile("0.90", histogram),
         "latency_p99": _quantile("0.99", histogram),
-        "requests": _increase(histogram + "_count"),
+        REQUESTS_METRIC: _increase(histogram + "_count"),
     }
 
 
@@ -205,7 +195,7 @@ _VLLM = {
         "0.99", "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"
     ),
     "request_rate": _rate("vllm:request_success_total"),
-    "scrapes": _scrapes("vllm:request_success_total"),
+    SCRAPES_METRIC: _scrapes("vllm:request_success_total"),
     "token_rate": _rate("vllm:generation_tokens_total"),
     # vLLM's OpenAI server counts responses by status class (prometheus-fastapi-instrumentator);
     # releases before spring 2025 export no http_requests_total: empty, so Inconclusive.
@@ -220,7 +210,7 @@ _TGI = {
     "ttft_p99": _quantile("0.99", "tgi_request_queue_duration"),
     "itl_p99": _quantile("0.99", "tgi_request_mean_time_per_token_duration"),
     "request_rate": _rate("tgi_request_success"),
-    "scrapes": _scrapes("tgi_request_success"),
+    SCRAPES_METRIC: _scrapes("tgi_request_success"),
     "token_rate": _rate("tgi_request_generated_tokens_sum"),
     # Failures over finished requests (tgi_request_count also counts requests still running).
     "error_ratio": f"{_TGI_FAILURES} / ({_rate('tgi_request_success')} + {_TGI_FAILURES})",
@@ -236,15 +226,29 @@ _UTILIZATION_OVER_WINDOW: dict[Accelerator, str] = {
     "gpu": _per_pod("avg", "DCGM_FI_DEV_GPU_UTIL", over_window=True) + " / 100",
 }
 PRESETS: dict[str, dict[str, str]] = {"vllm": _VLLM, "tgi": _TGI}
-COST_METRICS = frozenset({"cost_per_million_tokens", "cost_per_thousand_requests"})
-REQUESTS_METRIC = "requests"
-SCRAPES_METRIC = "scrapes"
-"""Scrapes of the request counter in the window: how much evidence a rate() rests on."""
+
+_TGI_OUTCOMES = (
+    f'label_replace(sum(tgi_request_failure{_selector()}), "status", "5xx", "", "") or '
+    f'label_replace(sum(tgi_request_success{_selector()}), "status", "2xx", "", "")'
+)
+COUNTER_QUERIES: Mapping[str, Mapping[Stream, str]] = {
+    "vllm": {
+        "latency": f"sum by (le) (vllm:e2e_request_latency_seconds_bucket{_selector()})",
+        "errors": f"sum by (status) (http_requests_total{_selector()})",
+    },
+    "tgi": {
+        "latency": f"sum by (le) (tgi_request_duration_bucket{_selector()})",
+        "errors": _TGI_OUTCOMES,
+    },
+}
+"""Raw counters of the sequential test, per preset and stream."""
+COUNTER_LABELS: Mapping[Stream, str] = {"latency": "le", "errors": "status"}
+"""The label that splits each stream's counters into the engine's parts."""
 
 
 def preset_template(preset: str, metric: str, accelerator: Accelerator) -> str:
     """The template of ``metric`` in ``preset`` for a variant on ``accelerator``."""
-    if metric == "accelerator_utilization":
+    if metric == UTILIZATION_METRIC:
         return _UTILIZATION[accelerator]
     queries = PRESETS.get(preset)
     if queries is None or metric not in queries:

@@ -1,0 +1,100 @@
+"""The analysis' requests asked of Prometheus: each rendered to PromQL, its series made a Reading.
+
+It owns what the engine does not know: the preset metrics' PromQL and the label shapes of real
+exporters (presets.py), the placeholders of the user's own queries, ``label_replace`` to carry a
+value and its request count in one query, and which label splits raw counters into the engine's
+parts (a histogram bound, a status class).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from acceltrial.engine.analysis import Reading
+from acceltrial.engine.metrics import Measure, MetricRequest, OwnQuery, VariantTarget
+from acceltrial.providers.metrics.port import RequestError
+from acceltrial.providers.metrics.prometheus.client import PrometheusClient, Series
+from acceltrial.providers.metrics.prometheus.presets import (
+    COUNTER_LABELS,
+    COUNTER_QUERIES,
+    preset_template,
+    render,
+    utilization_over_window,
+)
+
+PART_LABEL = "acceltrial_part"  # tells the value and the request count apart in one query
+
+
+class PrometheusReader:
+    """A :class:`~acceltrial.providers.metrics.port.MetricsSource` on a Prometheus HTTP API,
+    for one trial's ``analysis`` (its preset, and the interval its rates span)."""
+
+    def __init__(self, client: PrometheusClient, preset: str, interval: str) -> None:
+        self.client, self.preset, self.interval = client, preset, interval
+
+    def describe(self, request: MetricRequest, target: VariantTarget) -> str:
+        return promql(request, target, self.preset, self.interval)
+
+    def read(
+        self,
+        request: MetricRequest,
+        target: VariantTarget,
+        start: datetime,
+        end: datetime,
+        resolution_seconds: float,
+    ) -> Reading:
+        query = self.describe(request, target)
+        if request.mode == "range" or request.counters is not None:
+            series = self.client.range(query, start, end, resolution_seconds)
+        else:
+            series = self.client.instant(query, end)
+        return to_reading(series, request, asked=query)
+
+
+def promql(request: MetricRequest, target: VariantTarget, preset: str, interval: str) -> str:
+    """The PromQL of ``request`` for ``target``; RequestError when it cannot be rendered."""
+    if request.counters is not None:
+        if preset not in COUNTER_QUERIES:
+            raise RequestError(f"preset {preset!r} has no raw counters")
+        return render(COUNTER_QUERIES[preset][request.counters], target, interval)
+    value = render(_template(request.measure, request, target, preset), target, interval)
+    if request.requests is None:
+        return value
+    count = render(_template(request.requests, request, target, preset), target, interval)
+    return _with_request_count(value, count)
+
+
+def _template(measure: Measure, request: MetricRequest, target: VariantTarget, preset: str) -> str:
+    if isinstance(measure, OwnQuery):
+        return measure.text
+    if request.averaged and measure is request.measure:
+        return utilization_over_window(target.accelerator)
+    return preset_template(preset, measure.name, target.accelerator)
+
+
+def _with_request_count(value_query: str, requests_query: str) -> str:
+    def part(query: str, name: str) -> str:
+        return f'label_replace(({query}), "{PART_LABEL}", "{name}", "", "")'
+
+    return f"{part(value_query, 'value')} or {part(requests_query, 'requests')}"
+
+
+def to_reading(series: Sequence[Series], request: MetricRequest, asked: str = "") -> Reading:
+    """A query's series as a Reading: values, series count and, if asked, the request count;
+    raw counters as parts, one per value of the label that splits them."""
+    if request.counters is not None:
+        split_by = COUNTER_LABELS[request.counters]
+        parts = tuple((s.labels.get(split_by, ""), tuple(s.samples)) for s in series)
+        return Reading(series=len(series), parts=parts, asked=asked)
+    requests: float | None = None
+    if request.requests is not None:
+        counted = [s for s in series if s.labels.get(PART_LABEL) == "requests"]
+        series = [s for s in series if s.labels.get(PART_LABEL) != "requests"]
+        if len(counted) == 1 and counted[0].samples:
+            requests = counted[0].samples[-1][1]
+    if request.mode == "range":
+        values = tuple(v for _, v in series[0].samples) if len(series) == 1 else ()
+    else:
+        values = tuple(s.samples[-1][1] for s in series if s.samples)
+    return Reading(values=values, series=len(series), requests=requests, asked=asked)

@@ -1,0 +1,69 @@
+"""A metrics source in memory: the second adapter of the metrics port, for the unit tests.
+
+It answers each request from readings set per measure (a preset metric's name, or an own query's
+text) and variant, and remembers what it was asked and over which window. It knows no PromQL:
+that a whole measurement runs on it shows the engine asks for metrics in the domain's terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from acceltrial.engine.analysis import Reading
+from acceltrial.engine.metrics import Measure, MetricRequest, OwnQuery, Variant, VariantTarget
+from acceltrial.providers.metrics.port import MetricsError
+
+
+def measure_name(measure: Measure) -> str:
+    return measure.text if isinstance(measure, OwnQuery) else measure.name
+
+
+@dataclass(frozen=True)
+class Asked:
+    request: MetricRequest
+    target: VariantTarget
+    start: datetime
+    end: datetime
+
+
+@dataclass
+class MemorySource:
+    """Readings by (measure, variant); a missing one reads as an empty answer (no series)."""
+
+    readings: Mapping[tuple[str, Variant], Reading] = field(default_factory=dict)
+    failing: Mapping[str, MetricsError] = field(default_factory=dict)
+    """Measures whose reads raise this error."""
+    asked: list[Asked] = field(default_factory=list)
+
+    def describe(self, request: MetricRequest, target: VariantTarget) -> str:
+        return f"{measure_name(request.measure)} of {target.variant}"
+
+    def read(
+        self,
+        request: MetricRequest,
+        target: VariantTarget,
+        start: datetime,
+        end: datetime,
+        resolution_seconds: float,
+    ) -> Reading:
+        self.asked.append(Asked(request, target, start, end))
+        name = measure_name(request.measure)
+        if name in self.failing:
+            raise self.failing[name]
+        found = self.readings.get((name, request.variant), Reading())
+        return Reading(
+            values=found.values,
+            series=found.series,
+            requests=found.requests,
+            parts=found.parts,
+            asked=self.describe(request, target),
+        )
+
+    def windows(self, name: str) -> dict[Variant, tuple[datetime, datetime]]:
+        return {
+            a.request.variant: (a.start, a.end)
+            for a in self.asked
+            if measure_name(a.request.measure) == name
+        }

@@ -3,6 +3,7 @@
 No I/O and no Kubernetes, AWS or Prometheus client here; the handlers feed it and apply what it
 returns: the state machine (``lifecycle``), its preflight rules (``preflight``), a measurement's
 windows and judging (``measurement``), admission of a trial's spec, conditions bookkeeping,
-query templates, the analysis judge and its statistics, the cost model (``costing``,
+the metric requests a measurement makes in the domain's terms (``metrics``: never a query
+language), the analysis judge and its statistics, the cost model (``costing``,
 ``economics``), promotion sizing, routing arithmetic, the candidate's manifests and the report.
 """

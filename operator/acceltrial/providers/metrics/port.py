@@ -89,11 +89,11 @@ def collect(
 ) -> Collection:
     """Run every request and file its reading; a temporary failure is asked again. Raises
     RequestError (before anything is asked) when a request cannot be put to the source."""
-    for request in requests:
-        source.describe(request, targets[request.variant])
+    asked_as = [source.describe(r, targets[r.variant]) for r in requests]
     collection = Collection()
-    for request in requests:
-        reading = _ask(request, source, targets[request.variant], window, retry or Retry())
+    for request, described in zip(requests, asked_as, strict=True):
+        target = targets[request.variant]
+        reading = _ask(request, source, target, window, retry or Retry(), asked_as=described)
         collection.queries += 1
         collection.readings[(request.criterion, request.variant)] = reading
     return collection
@@ -105,11 +105,12 @@ def _ask(
     target: VariantTarget,
     window: MeasurementWindow,
     retry: Retry,
+    *,
+    asked_as: str,
 ) -> Reading:
     """One request's reading, asked again after a temporary failure."""
     start, end = window.for_variant(request.variant)
     delays = retry.delays()
-    asked_as = source.describe(request, target)
     for asked in range(1, len(delays) + 2):
         try:
             return source.read(request, target, start, end, window.resolution_seconds)

@@ -58,17 +58,17 @@ def promql(request: MetricRequest, target: VariantTarget, preset: str, interval:
         if preset not in COUNTER_QUERIES:
             raise RequestError(f"preset {preset!r} has no raw counters")
         return render(COUNTER_QUERIES[preset][request.counters], target, interval)
-    value = render(_template(request.measure, request, target, preset), target, interval)
+    value = render(_template(request.measure, target, preset, request.averaged), target, interval)
     if request.requests is None:
         return value
-    count = render(_template(request.requests, request, target, preset), target, interval)
+    count = render(_template(request.requests, target, preset), target, interval)
     return _with_request_count(value, count)
 
 
-def _template(measure: Measure, request: MetricRequest, target: VariantTarget, preset: str) -> str:
+def _template(measure: Measure, target: VariantTarget, preset: str, averaged: bool = False) -> str:
     if isinstance(measure, OwnQuery):
         return measure.text
-    if request.averaged and measure is request.measure:
+    if averaged:
         return utilization_over_window(target.accelerator)
     return preset_template(preset, measure.name, target.accelerator)
 

@@ -10,7 +10,8 @@ API server faults
   ``throttle``     429 Too Many Requests with ``Retry-After: 1``, nothing forwarded
   ``delay``        the request waits ``delay_seconds`` (past the client's timeout), then goes
                    through: a write the client gave up on still lands, as on a slow server
-  ``watch-drop``   a watch stream is cut after its first events
+  ``watch-drop``   a watch stream is cut after its first event, or after
+                   ``WATCH_DROP_SECONDS`` without one
   ``watch-gone``   a watch resumed from a resourceVersion gets ``410 Gone`` (an ERROR event
                    with an Expired Status, as kube-apiserver sends when the version is compacted)
 
@@ -22,7 +23,10 @@ Prometheus faults
   empty storage and points the proxy at it with :meth:`FaultProxy.retarget`.
 
 The schedule draws from ``random.Random(seed)`` per request, so a seed replays the same faults
-for the same sequence of requests. Every injected fault is counted in :attr:`FaultProxy.injected`.
+for the same sequence of requests. Watch faults are the exception that makes them happen at all:
+a client opens few, long-lived watches (an operator one per resource and namespace, at its
+start), so the first watch of each stream (its path) always gets the schedule's watch fault, and
+later ones at ``rate``. Every injected fault is counted in :attr:`FaultProxy.injected`.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from typing import Any
 
 API_FAULTS = ("conflict", "error-500", "error-503", "throttle", "delay", "watch-drop", "watch-gone")
 PROMETHEUS_FAULTS = ("error-500", "error-503", "throttle", "delay", "partial", "stale")
+WATCH_FAULTS = ("watch-drop", "watch-gone")
+WATCH_DROP_SECONDS = 5.0
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length"})
 GONE_EVENT = {
@@ -56,8 +62,9 @@ GONE_EVENT = {
 @dataclass
 class Schedule:
     """Which faults to inject and how often: each request that a fault ``kind`` applies to gets
-    it with probability ``rate``, drawn from a generator seeded with ``seed``. ``after`` skips
-    the first requests (a trial's start), ``limit`` caps the faults injected (None: no cap)."""
+    it with probability ``rate``, drawn from a generator seeded with ``seed``, but the first
+    watch of each stream always gets a watch fault of ``kinds``. ``after`` skips the first
+    requests (a trial's start), ``limit`` caps the faults injected (None: no cap)."""
 
     kinds: tuple[str, ...] = ()
     rate: float = 0.0
@@ -67,6 +74,7 @@ class Schedule:
     _random: random.Random = field(init=False, repr=False)
     _seen: int = field(default=0, init=False, repr=False)
     _given: int = field(default=0, init=False, repr=False)
+    _streams: set[str] = field(default_factory=set, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,14 +86,27 @@ class Schedule:
             self._seen += 1
             roll = self._random.random()
             pick = self._random.choice(self.kinds) if self.kinds else None
-            if pick is None or self._seen <= self.after or roll >= self.rate:
+            if pick is None or self._seen <= self.after:
                 return None
             if self.limit is not None and self._given >= self.limit:
                 return None
-            if not applies(pick, method, path, query):
+            first = self._first_watch_fault(method, path, query)
+            if first is not None:
+                pick = first
+            elif roll >= self.rate or not applies(pick, method, path, query):
                 return None
             self._given += 1
             return pick
+
+    def _first_watch_fault(self, method: str, path: str, query: dict[str, str]) -> str | None:
+        """The watch fault for the first watch of stream ``path``, if this is one."""
+        if query.get("watch") not in ("true", "1") or path in self._streams:
+            return None
+        fitting = [k for k in self.kinds if k in WATCH_FAULTS and applies(k, method, path, query)]
+        if not fitting:
+            return None
+        self._streams.add(path)
+        return fitting[0]
 
 
 def applies(kind: str, method: str, path: str, query: dict[str, str]) -> bool:
@@ -210,6 +231,8 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             reply = connection.getresponse()
             kept = [(k, v) for k, v in reply.getheaders() if k.lower() not in _HOP_BY_HOP]
             if "watch=" in self.path and reply.status == 200:
+                if fault == "watch-drop" and connection.sock is not None:
+                    connection.sock.settimeout(WATCH_DROP_SECONDS)  # a silent stream drops too
                 self._stream(reply, kept, cut=fault == "watch-drop")
             else:
                 payload = reply.read()

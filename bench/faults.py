@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -165,7 +167,10 @@ class World:
 
     def __init__(self, stack: contextlib.ExitStack, folder: Path, kinds: list[FaultKind]):
         default = load_topology()
-        groups = [g.model_copy(update={"count": max(g.count, 48)}) for g in default.node_groups]
+        # Two GPU replicas per baseline and up to two Neuron ones per candidate, every trial's
+        # kept to the end: nodes for all of them, or the last kinds' baselines never schedule.
+        nodes = 2 * len(ROLES) * len(kinds) + 6
+        groups = [g.model_copy(update={"count": max(g.count, nodes)}) for g in default.node_groups]
         self.folder = folder
         self.sandbox = stack.enter_context(
             Sandbox(ready_delay=0.2, topology=Topology(nodeGroups=groups))
@@ -364,27 +369,35 @@ class RouteWatch:
     """Every candidate weight the HTTPRoute takes, from a watch on the sandbox itself."""
 
     def __init__(self, url: str, ns: str) -> None:
-        self.url = f"{url}{ROUTES.format(ns)}?watch=true&timeoutSeconds=600"
+        address = urllib.parse.urlsplit(url)
+        self._connection = http.client.HTTPConnection(
+            address.hostname or "127.0.0.1", address.port, timeout=610
+        )
+        self._path = f"{ROUTES.format(ns)}?watch=true&timeoutSeconds=600"
         self.weights: list[int] = []
-        self._response: Any = None
-        threading.Thread(target=self._follow, daemon=True).start()
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+        self._thread.start()
 
     def _follow(self) -> None:
-        with (
-            contextlib.suppress(OSError, ValueError, AttributeError),  # AttributeError: stopped
-            urllib.request.urlopen(self.url, timeout=610) as stream,
-        ):
-            self._response = stream
-            for line in stream:
+        with contextlib.suppress(OSError, ValueError, http.client.HTTPException):
+            self._connection.request("GET", self._path)
+            stream = self._connection.getresponse()
+            while line := stream.readline():
                 refs = json.loads(line)["object"]["spec"]["rules"][0]["backendRefs"]
                 weight = next((r["weight"] for r in refs if r["name"] != ROUTE["name"]), 0)
                 if not self.weights or self.weights[-1] != weight:
                     self.weights.append(weight)
 
     def stop(self) -> None:
-        if self._response is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._response.close()
+        """End the watch. Shutting the socket down wakes the reading thread; closing the
+        response from here instead waits on the reader's lock until the server ends the watch
+        (600 s)."""
+        sock = self._connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(timeout=10)
+        self._connection.close()
 
 
 # -- running and printing ----------------------------------------------------------------------

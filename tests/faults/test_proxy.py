@@ -4,13 +4,14 @@ each fault kind does what it says, the rest goes through untouched, and a seed r
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from bench.faultproxy import FaultProxy, Schedule, proxied
+from bench.faultproxy import WATCH_DROP_SECONDS, FaultProxy, Schedule, proxied
 from kubernetes import config
 
 from acceltrial.kube.gateway import Kube, KubeError
@@ -91,6 +92,40 @@ def test_a_watch_is_cut_and_a_resumed_watch_is_gone(sandbox: Sandbox) -> None:
     with proxied(sandbox.url, only("watch-gone")) as proxy:
         listed = Api(proxy.url).watch(CONFIGMAPS, count=1, timeoutSeconds="1")
     assert listed[0]["type"] == "ADDED", "a watch without a version to resume is not refused"
+
+
+def test_the_first_watch_of_each_stream_gets_the_fault_whatever_the_rate(sandbox: Sandbox) -> None:
+    """An operator opens few watches, all at its start: at a rate alone, a run can pass with no
+    watch fault at all (CI once did)."""
+    direct = Api(sandbox.url)
+    direct.post(CONFIGMAPS, configmap("f1"))
+    direct.post(CONFIGMAPS, configmap("f2"))
+    with proxied(sandbox.url, only("watch-drop", rate=0.0)) as proxy:
+        api = Api(proxy.url)
+        first = api.watch(CONFIGMAPS, timeoutSeconds="2")
+        again = api.watch(CONFIGMAPS, timeoutSeconds="2")
+        assert proxy.injected == {"watch-drop": 1}
+    assert (len(first), len(again)) == (1, len(direct.get(CONFIGMAPS).body["items"]))
+    version = direct.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
+    with proxied(sandbox.url, only("watch-gone", rate=0.0)) as proxy:
+        api = Api(proxy.url)
+        assert api.watch(CONFIGMAPS, count=1, timeoutSeconds="1")[0]["type"] == "ADDED"
+        gone = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="1")
+        resumed = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="1")
+        assert proxy.injected == {"watch-gone": 1}
+    assert [e["type"] for e in gone] == ["ERROR"]
+    assert all(e["type"] != "ERROR" for e in resumed)
+
+
+def test_a_dropped_watch_without_events_is_cut_too(sandbox: Sandbox) -> None:
+    started = time.monotonic()
+    with proxied(sandbox.url, only("watch-drop")) as proxy:
+        events = Api(proxy.url).watch(
+            CONFIGMAPS, labelSelector="acceltrial.dev/none=nothing", timeoutSeconds="60"
+        )
+        assert proxy.injected == {"watch-drop": 1}
+    assert events == []
+    assert time.monotonic() - started < WATCH_DROP_SECONDS + 10, "cut, not ended by its timeout"
 
 
 def test_the_same_seed_injects_the_same_faults(sandbox: Sandbox) -> None:

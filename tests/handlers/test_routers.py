@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from acceltrial.api.status import OriginalRouting, TrialStatus
+from acceltrial.api.status import GatewayApiOriginal, ReplicasOriginal, TrialStatus
 from acceltrial.engine.lifecycle import DeployCandidate
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
@@ -39,7 +39,7 @@ def test_gatewayapi_records_moves_reads_back_and_restores_the_rule_exactly(
     assert isinstance(router, GatewayApiRouter)
     assert router.problems() == []
     original = router.snapshot()
-    assert original.http_route is not None
+    assert isinstance(original, GatewayApiOriginal)
     assert original.http_route.backend_refs == [ROUTE]
 
     router.set_weight(25, original)
@@ -73,7 +73,7 @@ def test_replicas_scales_the_candidate_to_its_share_and_leaves_the_baseline(
     router = trial.router
     assert isinstance(router, ReplicasRouter)
     original = router.snapshot()
-    assert original == OriginalRouting(router="replicas", baseline_replicas=2)
+    assert original == ReplicasOriginal(router="replicas", baseline_replicas=2)
     trial.execute(DeployCandidate(), TrialStatus(phase="Preflight", original=original))
 
     router.set_weight(50, original)

@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from acceltrial.api.status import HttpRouteOriginal, OriginalRouting, TrialStatus
+from acceltrial.api.status import (
+    GatewayApiOriginal,
+    HttpRouteOriginal,
+    ReplicasOriginal,
+    TrialStatus,
+)
 from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.engine.lifecycle import ClearUserAction, DeployCandidate, SetWeight, decide
 from acceltrial.handlers.world import TrialWorld
@@ -23,10 +28,10 @@ def started_trial(api: Api, kube: Kube, namespace: str, router: str) -> TrialSta
     spec = trial_spec(router)
     ref = create_trial(api, namespace, spec)
     original = (
-        OriginalRouting(router="gatewayapi", baseline_replicas=2, http_route=HttpRouteOriginal(
+        GatewayApiOriginal(router="gatewayapi", baseline_replicas=2, http_route=HttpRouteOriginal(
             name="llama3", namespace=namespace, rule_index=0, backend_refs=[ROUTE]))
         if router == "gatewayapi"
-        else OriginalRouting(router="replicas", baseline_replicas=2)
+        else ReplicasOriginal(router="replicas", baseline_replicas=2)
     )  # fmt: skip
     status = TrialStatus(
         phase="Progressing", step=1, canary_weight=5, original=original,

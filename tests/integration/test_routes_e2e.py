@@ -31,7 +31,7 @@ import yaml
 from kubernetes import config
 
 from acceltrial.api.spec import TrialSpec
-from acceltrial.api.status import OriginalRouting, TrialStatus
+from acceltrial.api.status import OriginalRouting, TrialStatus, original_routing
 from acceltrial.engine.lifecycle import (
     Observation,
     RestoreRouting,
@@ -486,7 +486,7 @@ def test_a_trial_recorded_by_an_older_version_still_moves_and_restores_its_rule(
     world = build(sandbox, cases()["traffic-split-2"])
     before = spec_and_annotations(world.route())
     rule = world.route()["spec"]["rules"][0]
-    older = OriginalRouting.model_validate(
+    older = original_routing(
         {"router": "gatewayapi",
          "httpRoute": {"name": "foo-route", "namespace": world.router.namespace, "ruleIndex": 0,
                        "backendRefs": rule["backendRefs"]}}

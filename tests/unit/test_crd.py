@@ -8,8 +8,11 @@ from typing import Any
 import celpy
 import pytest
 import yaml
+from pydantic import ValidationError
 
+from acceltrial.api.cel import check_rules
 from acceltrial.api.crd import CRD_FILENAME, crd_manifest, render_crd
+from acceltrial.api.status import GatewayApiOriginal, ReplicasOriginal, original_routing
 
 REPO = Path(__file__).resolve().parents[2]
 FORBIDDEN_IN_STRUCTURAL = {"$ref", "anyOf", "allOf", "oneOf", "title", "$defs", "nullable"}
@@ -90,3 +93,33 @@ def _leaves(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+def test_the_recorded_routing_is_one_object_with_a_member_per_router(
+    schema: dict[str, Any],
+) -> None:
+    """status.original is a union in the models (one member per router); the CRD, which cannot
+    say oneOf, lists every member's fields and requires each member's own with a rule."""
+    original = schema["properties"]["status"]["properties"]["original"]
+    assert original["properties"]["router"]["enum"] == ["gatewayapi", "replicas"]
+    assert original["required"] == ["router"]
+    assert {"httpRoute", "baselineReplicas", "hpa"} <= set(original["properties"])
+    route = {"name": "llama3", "namespace": "ml", "ruleIndex": 0, "backendRefs": []}
+    refused = check_rules(original, {"router": "gatewayapi", "baselineReplicas": 2})
+    assert [v.message for v in refused] == [
+        "routing recorded by the gatewayapi router has httpRoute"
+    ]
+    assert check_rules(original, {"router": "gatewayapi", "httpRoute": route}) == []
+    assert check_rules(original, {"router": "replicas", "baselineReplicas": 2}) == []
+
+
+def test_a_recorded_routing_is_read_as_its_routers_member() -> None:
+    route = {"name": "llama3", "namespace": "ml", "ruleIndex": 0, "backendRefs": []}
+    stored = {"router": "gatewayapi", "httpRoute": route, "baselineReplicas": 2}
+    assert isinstance(original_routing(stored), GatewayApiOriginal)
+    replicas = original_routing({"router": "replicas", "baselineReplicas": 3})
+    assert replicas == ReplicasOriginal(router="replicas", baseline_replicas=3)
+    with pytest.raises(ValidationError, match="httpRoute"):
+        original_routing({"router": "gatewayapi"})
+    with pytest.raises(ValidationError, match="router"):
+        original_routing({"router": "istio", "baselineReplicas": 1})

@@ -22,7 +22,12 @@ from acceltrial.api.reasons import (
     PROMOTED,
 )
 from acceltrial.api.spec import TrialSpec
-from acceltrial.api.status import EconomicsStatus, OriginalRouting, TrialStatus, VariantEconomics
+from acceltrial.api.status import (
+    EconomicsStatus,
+    TrialStatus,
+    VariantEconomics,
+    original_routing,
+)
 from acceltrial.engine.analysis import RoundOutcome
 from acceltrial.engine.lifecycle import (
     Action,
@@ -47,7 +52,7 @@ from acceltrial.engine.lifecycle import (
 from acceltrial.engine.promotion import AutoscalerBounds
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-ORIGINAL = OriginalRouting.model_validate(
+ORIGINAL = original_routing(
     {
         "router": "gatewayapi",
         "httpRoute": {

@@ -1,9 +1,11 @@
 """Generation of the AcceleratorTrial CustomResourceDefinition from the pydantic models.
 
 pydantic emits JSON Schema; the API server wants a *structural* OpenAPI v3 schema. This module
-inlines ``$ref``s, folds ``Optional`` (``anyOf [X, null]``) into ``X``, drops what a structural
-schema forbids (``additionalProperties: false`` beside ``properties``, titles, null defaults) and
-marks free-form objects with ``x-kubernetes-preserve-unknown-fields``. The output is deterministic:
+inlines ``$ref``s, folds ``Optional`` (``anyOf [X, null]``) into ``X``, merges a discriminated
+union (``oneOf`` told apart by one property) into one object whose discriminator lists every
+member and whose CEL rules require each member's own fields, drops what a structural schema
+forbids (``additionalProperties: false`` beside ``properties``, titles, null defaults) and marks
+free-form objects with ``x-kubernetes-preserve-unknown-fields``. The output is deterministic:
 ``crds/`` must equal it byte for byte.
 """
 
@@ -76,6 +78,11 @@ def _resolve(node: Schema, defs: dict[str, Schema]) -> Schema:
         target = defs[node["$ref"].rsplit("/", 1)[-1]]
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         return _resolve(_merge(target, siblings), defs)
+    if "oneOf" in node:
+        siblings = {k: v for k, v in node.items() if k not in ("oneOf", "discriminator")}
+        members = [_resolve(member, defs) for member in node["oneOf"]]
+        union = _union(members, node["discriminator"]["propertyName"])
+        return _resolve(_merge(union, siblings), defs)
     if "anyOf" in node:
         branches = [b for b in node["anyOf"] if b != {"type": "null"}]
         if len(branches) != 1:
@@ -83,6 +90,35 @@ def _resolve(node: Schema, defs: dict[str, Schema]) -> Schema:
         siblings = {k: v for k, v in node.items() if k != "anyOf"}
         return _resolve(_merge(branches[0], siblings), defs)
     return node
+
+
+def _union(members: list[Schema], tag: str) -> Schema:
+    """One structural object for a discriminated union: every member's properties (a property
+    shared by members must be the same in each), ``tag`` an enum of the members' values,
+    required what every member requires, and a CEL rule per member requiring its own fields."""
+    values = [member["properties"][tag]["const"] for member in members]
+    tag_schema = {k: v for k, v in members[0]["properties"][tag].items() if k != "const"}
+    properties: Schema = {tag: {**tag_schema, "enum": values}}
+    shared = set.intersection(*(set(member["properties"]) for member in members))
+    for own_first in (True, False):  # each member's own fields, then the common ones
+        for member in members:
+            for name, sub in member["properties"].items():
+                if name == tag or (name in shared) == own_first:
+                    continue
+                if properties.setdefault(name, sub) != sub:
+                    raise ValueError(f"union members disagree on property {name!r}")
+    required = [name for name in members[0].get("required", [])
+                if all(name in m.get("required", []) for m in members)]  # fmt: skip
+    rules = []
+    for value, member in zip(values, members, strict=True):
+        own = [name for name in member.get("required", []) if name not in required]
+        if own:
+            present = " && ".join(f"has(self.{name})" for name in own)
+            fields = ", ".join(own)
+            rules.append(cel(f"self.{tag} != '{value}' || ({present})",
+                             f"routing recorded by the {value} router has {fields}"))  # fmt: skip
+    union: Schema = {"type": "object", "properties": properties, "required": required}
+    return {**union, CEL_RULES_KEY: rules} if rules else union
 
 
 def _without_nulls(value: Any) -> Any:

@@ -6,10 +6,11 @@ are absent, never NaN or zero.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
 from acceltrial.api.capacity import CapacityStatus
@@ -80,17 +81,40 @@ class HpaOriginal(ApiModel):
     """Its spec.scaleTargetRef, verbatim; a rollback writes it back."""
 
 
-class OriginalRouting(ApiModel):
-    """Routing as found before the first change; rollback restores exactly this."""
+class RoutingRecord(ApiModel):
+    """What every router records before the first change, beside its own routing."""
 
-    router: Literal["gatewayapi", "replicas"]
-    """The router that recorded it."""
-    http_route: HttpRouteOriginal | None = None
-    """The HTTPRoute rule, for the gatewayapi router."""
     baseline_replicas: int | None = Field(default=None, ge=0)
     """Replicas of the baseline Deployment before the trial."""
     hpa: HpaOriginal | None = None
     """The HorizontalPodAutoscaler of the baseline, re-targeted to the candidate at promotion."""
+
+
+class GatewayApiOriginal(RoutingRecord):
+    """Routing as the gatewayapi router found it: the HTTPRoute's rules."""
+
+    router: Literal["gatewayapi"]
+    """The router that recorded it."""
+    http_route: HttpRouteOriginal
+    """The HTTPRoute rule, for the gatewayapi router."""
+
+
+class ReplicasOriginal(RoutingRecord):
+    """Routing as the replicas router found it: the baseline's replicas are all it needs."""
+
+    router: Literal["replicas"]
+    """The router that recorded it."""
+
+
+OriginalRouting = Annotated[GatewayApiOriginal | ReplicasOriginal, Field(discriminator="router")]
+"""Routing as found before the first change, one member per router (told apart by ``router``);
+rollback restores exactly this. A new router adds its member here."""
+_ORIGINAL_ROUTING: TypeAdapter[OriginalRouting] = TypeAdapter(OriginalRouting)
+
+
+def original_routing(recorded: Mapping[str, Any]) -> OriginalRouting:
+    """The member of :data:`OriginalRouting` that ``recorded`` (as stored, camelCase) is."""
+    return _ORIGINAL_ROUTING.validate_python(recorded)
 
 
 class SampleCounts(ApiModel):

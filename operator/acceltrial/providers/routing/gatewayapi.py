@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from acceltrial.api.status import HttpRouteOriginal, OriginalRouting
+from acceltrial.api.status import GatewayApiOriginal, HttpRouteOriginal, OriginalRouting
 from acceltrial.engine.routes import (
     RouteShape,
     baseline_rules,
@@ -115,7 +115,7 @@ class GatewayApiRouter:
             indices = baseline_rules(rules, self.shape, self.chosen)
         except RoutingError as error:
             raise RoutingProblem(f"{self._where}: {error}") from None
-        return OriginalRouting(
+        return GatewayApiOriginal(
             router="gatewayapi",
             http_route=HttpRouteOriginal(
                 name=self.route_name,
@@ -144,7 +144,7 @@ class GatewayApiRouter:
 
     def weight(self, original: OriginalRouting | None = None) -> int | None:
         live = _rules(self._observed())
-        if original is None or original.http_route is None:
+        if not isinstance(original, GatewayApiOriginal):
             return None
         found, indices = _recorded(original)
         held = []
@@ -283,9 +283,12 @@ def _rules(route: Manifest) -> list[Manifest]:
 
 
 def _recorded(original: OriginalRouting) -> tuple[list[Manifest], list[int]]:
+    if not isinstance(original, GatewayApiOriginal):
+        raise RoutingProblem(
+            f"the routing was recorded by the {original.router} router, not by gatewayapi: "
+            "a trial's router cannot change once it has started"
+        )
     recorded = original.http_route
-    if recorded is None:
-        raise RoutingProblem("no HTTPRoute was recorded before the trial changed it")
     if recorded.rules is None or recorded.split_rules is None:
         # Recorded by an older version: one rule, by index.
         rules: list[Manifest] = [{} for _ in range(recorded.rule_index)]
@@ -296,7 +299,7 @@ def _recorded(original: OriginalRouting) -> tuple[list[Manifest], list[int]]:
 
 def _legacy(original: OriginalRouting) -> bool:
     """Recorded by an older version: one rule, by index, without the route's rules."""
-    return original.http_route is not None and original.http_route.rules is None
+    return isinstance(original, GatewayApiOriginal) and original.http_route.rules is None
 
 
 def _locate(

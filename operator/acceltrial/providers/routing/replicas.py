@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from acceltrial.api.status import OriginalRouting
+from acceltrial.api.status import OriginalRouting, ReplicasOriginal
 from acceltrial.engine.routing import replicas_for_share
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.routing.port import RoutingProblem
@@ -27,7 +27,7 @@ class ReplicasRouter:
     def snapshot(self) -> OriginalRouting:
         baseline = self.kube.deployment(self.namespace, self.baseline_deployment)
         replicas = int((baseline or {}).get("spec", {}).get("replicas", 1))
-        return OriginalRouting(router="replicas", baseline_replicas=replicas)
+        return ReplicasOriginal(router="replicas", baseline_replicas=replicas)
 
     def set_weight(self, weight: int, original: OriginalRouting, mirror: int = 0) -> None:
         # Mirror steps are refused at admission for this router: pods behind one Service

@@ -22,7 +22,6 @@ from acceltrial.api.actions import ACTION_ANNOTATION, UserAction, requested_acti
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import PHASES, TERMINAL_PHASES, TrialStatus
 from acceltrial.api.trial import GROUP, PLURAL, VERSION
-from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.capacity import (
     ScaleNodeGroup,
@@ -40,6 +39,7 @@ from acceltrial.engine.lifecycle import (
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
 from acceltrial.handlers.retries import backoff_seconds
+from acceltrial.handlers.specs import valid_spec
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodegroup import CapacityError
@@ -224,10 +224,10 @@ def _export(trial: TrialRef, status: TrialStatus, observation: Observation) -> N
 
 def _load(body: kopf.Body) -> tuple[TrialSpec, TrialStatus, TrialRef] | None:
     raw = dict(body)
-    if validate_trial({k: v for k, v in raw.items() if k != "status"}):
+    spec = valid_spec(raw)
+    if spec is None:
         return None
     try:
-        spec = TrialSpec.model_validate(raw["spec"])
         status = TrialStatus.model_validate(raw.get("status") or {})
     except ValidationError:
         return None

@@ -29,8 +29,8 @@ def observed(rate: float, latency: float) -> dict[str, float | None]:
             "accelerator_utilization": 0.5}  # fmt: skip
 
 
-def measurement(weight: int, base_rate: float, cand_rate: float) -> Measurement:
-    result = CriterionResult(criterion="errors", step=1, weight=weight, verdict="Pass",
+def measurement(weight: int, base_rate: float, cand_rate: float, step: int = 1) -> Measurement:
+    result = CriterionResult(criterion="errors", step=step, weight=weight, verdict="Pass",
                              reason="ok", at=T0)  # fmt: skip
     economics = EconomicsStatus(
         baseline=VariantEconomics(projected_cost_per_million_tokens=0.45),
@@ -103,3 +103,19 @@ def test_no_traffic_on_the_candidate_is_reported_as_not_deployed() -> None:
 def test_criteria_are_described_with_their_limits() -> None:
     (errors,) = spec().analysis.criteria
     assert judged(errors) == "candidate error_ratio <= 0.01"
+
+
+def test_a_shadow_steps_measurements_count_as_mirrored_not_as_a_weight_reached() -> None:
+    shadow = make_spec(steps=[{"mirror": 10, "duration": "2m"}, {"weight": 5, "duration": "2m"}])
+    mirrored = TrialStatus(phase="Progressing", step=1, canary_weight=0, criteria_hash="abc",
+                           original=ORIGINAL)  # fmt: skip
+    first = update_report(None, ReportInputs(shadow, mirrored, TRIAL, T0,
+                                             measurement(0, 12.0, 1.2)))  # fmt: skip
+    assert first.controlled_test.weights_reached == []
+    assert first.controlled_test.mirrors_reached == [10]
+    served = mirrored.model_copy(update={"step": 2, "canary_weight": 5})
+    later = T0 + timedelta(seconds=30)
+    second = update_report(first, ReportInputs(shadow, served, TRIAL, later,
+                                               measurement(5, 11.4, 0.6, step=2)))  # fmt: skip
+    assert second.controlled_test.weights_reached == [5]
+    assert second.controlled_test.mirrors_reached == [10]

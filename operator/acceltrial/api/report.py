@@ -116,6 +116,9 @@ class ControlledTest(ApiModel):
     """The shadow steps' mirror percentages, before any user was served by the candidate."""
     planned_weights: list[int] = Field(default_factory=list)
     weights_reached: list[int] = Field(default_factory=list)
+    """The candidate's shares of users' requests measured, shadow steps not counted."""
+    mirrors_reached: list[int] = Field(default_factory=list)
+    """The shadow steps' mirror percentages measured."""
     measurements: int = 0
     rollback_ready: bool = False
     """The routing as found was recorded before the first change, so it can be restored."""

@@ -299,8 +299,8 @@ def markdown(report: Report) -> str:
     out += [
         f"- criteria fixed before the start (hash `{short_hash(test.criteria_hash)}`), "
         f"started {test.started_at}",
-        f"- {_shadow(test.planned_mirrors)}planned weights {test.planned_weights}; reached "
-        f"{test.weights_reached}; {test.measurements} measurements",
+        f"- {_shadow(test.planned_mirrors, test.mirrors_reached)}planned weights "
+        f"{test.planned_weights}; reached {test.weights_reached}; {test.measurements} measurements",
         f"- rollback ready (routing recorded before the first change): "
         f"{'yes' if test.rollback_ready else 'no'}",
         "",
@@ -540,7 +540,7 @@ def html_page(report: Report) -> str:
     notes = "".join(f"<li>{esc(n)}</li>" for n in report.compatibility.notes)
     title = f"Decision report: {report.namespace}/{report.trial}"
     digest = test.criteria_hash or ""
-    shadow = esc(_shadow(test.planned_mirrors).capitalize())
+    shadow = esc(_shadow(test.planned_mirrors, test.mirrors_reached).capitalize())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{_STYLE}</style></head><body>
@@ -567,8 +567,11 @@ measurements. Rollback ready: {"yes" if test.rollback_ready else "no"}.</p>
 """
 
 
-def _shadow(mirrors: list[int]) -> str:
+def _shadow(mirrors: list[int], reached: list[int]) -> str:
     """The shadow steps, as a sentence's opening, when the trial had any."""
     if not mirrors:
         return ""
-    return f"shadow steps mirroring {mirrors}% of requests (no user served by the candidate); "
+    return (
+        f"shadow steps mirroring {mirrors}% of requests (no user served by the candidate), "
+        f"reached {reached}; "
+    )

@@ -255,7 +255,8 @@ def _controlled_test(
         )
         for c in spec.analysis.criteria
     ]
-    reached = sorted({p.weight for p in timeline})
+    mirrored = {p.step: spec.steps[p.step - 1].mirror for p in timeline if _shadow(spec, p.step)}
+    reached = sorted({p.weight for p in timeline if p.step not in mirrored})
     return ControlledTest(
         criteria_hash=status.criteria_hash,
         started_at=status.started_at,
@@ -263,9 +264,15 @@ def _controlled_test(
         planned_mirrors=[s.mirror for s in spec.steps if s.mirror],
         planned_weights=[s.weight for s in spec.steps if s.weight],
         weights_reached=reached,
+        mirrors_reached=sorted({m for m in mirrored.values() if m}),
         measurements=len(timeline),
         rollback_ready=status.original is not None,
     )
+
+
+def _shadow(spec: TrialSpec, step: int) -> bool:
+    """Whether ``step`` (1-based; 0 is the bake) is a shadow step: users see no candidate."""
+    return 1 <= step <= len(spec.steps) and not spec.steps[step - 1].weight
 
 
 def _compatibility(

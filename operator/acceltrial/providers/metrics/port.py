@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -87,15 +87,22 @@ def collect(
     window: MeasurementWindow,
     retry: Retry | None = None,
 ) -> Collection:
-    """Run every request and file its reading; a temporary failure is asked again. Raises
-    RequestError (before anything is asked) when a request cannot be put to the source."""
+    """Run every request and file its reading; a temporary failure is asked again. Requests
+    that differ only in what they are filed under (a criterion and a cost input reading the
+    same p99) are asked once. Raises RequestError (before anything is asked) when a request
+    cannot be put to the source."""
     asked_as = [source.describe(r, targets[r.variant]) for r in requests]
     collection = Collection()
+    answered: dict[tuple[MetricRequest, str], Reading] = {}
     for request, described in zip(requests, asked_as, strict=True):
-        target = targets[request.variant]
-        reading = _ask(request, source, target, window, retry or Retry(), asked_as=described)
-        collection.queries += 1
-        collection.readings[(request.criterion, request.variant)] = reading
+        same = (replace(request, criterion=""), described)
+        if same not in answered:
+            target = targets[request.variant]
+            answered[same] = _ask(
+                request, source, target, window, retry or Retry(), asked_as=described
+            )
+            collection.queries += 1
+        collection.readings[(request.criterion, request.variant)] = answered[same]
     return collection
 
 

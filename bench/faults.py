@@ -313,8 +313,14 @@ class Supervised:
             self.process, self.restarts = self.start(), self.restarts + 1
 
     def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 30 s, as the kubelet ends a pod past its grace period: a
+        handler still asking a restarting Prometheus again can outlast the grace."""
         self.process.terminate()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
 
 
 def follow(

@@ -77,9 +77,10 @@ def analysis_spec(**changes: Any) -> AnalysisSpec:
                 "metric": "latency_mean",
                 "statistical": {"direction": "increase", "confidence": 0.95, "allowedChange": 0.05},
             },
-            {"name": "errors", "metric": "error_ratio", "absolute": {"max": 0.005}},
+            {"name": "errors", "metric": "error_ratio", "statistical": {"direction": "increase"}},
         ],
-        "failureLimit": 1,
+        "mode": "sequential",
+        "failureLimit": 0,
         "inconclusiveLimit": 3,
     }
     body.update(changes)

@@ -160,7 +160,7 @@ def test_charts_draw_each_limit_and_leave_out_unjudged_points() -> None:
     page = html_page(played("rolled-back"))
     assert page.count("<svg") == 6, "the weight, then one chart per criterion"
     assert "limit: max 1.1x baseline" in page
-    assert "limit: max 0.50%" in page, "an absolute limit, in the chart's unit"
+    assert "limit: min 40.00%" in page, "an absolute limit (utilization), in the chart's unit"
     assert "limit: max 0.8x baseline" in page
     assert "2 measurement(s) below 25% not judged, not shown" in page
     assert "beyond the limit" in page, "the failing cost point is marked"

@@ -26,6 +26,8 @@ PROFILE = Profile(aa_seeds=4, regression_seeds=2)
 BOUNDS = {
     # judge: (exposure over the subset's regression traces, A/A false rollback rate)
     "acceltrial": (50.0, 0.0),
+    # The shipped example's criteria (examples/llama3-8b-inf2-httproute.yaml): 43.5, 0.0.
+    "acceltrial-example": (50.0, 0.0),
     "sequential": (35.0, 0.0),
 }
 

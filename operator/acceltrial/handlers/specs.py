@@ -1,6 +1,6 @@
 """A trial's spec, validated once per generation.
 
-Every tick used to run the whole validation (the CRD's schema and its CEL rules, about 30 ms)
+Every tick used to run the whole validation (the CRD's schema and its CEL rules, about 60 ms)
 and parse the spec again, though the spec of a running trial changes only with a new
 ``metadata.generation`` (the name, the only metadata the rules read, never changes). The result
 is kept per trial UID and generation, for a bounded number of trials.

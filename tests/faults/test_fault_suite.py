@@ -14,7 +14,7 @@ from bench.faults import KINDS, run, table
 
 pytestmark = [
     pytest.mark.slow,
-    # About ten minutes on 2 cores: CI runs it (CI=1), `make test` elsewhere only with
+    # About a minute on 2 cores: CI runs it (CI=1), `make test` elsewhere only with
     # ACCELTRIAL_FAULT_SUITE=1; `make bench-faults` is the longer run. Its "stuck" figure depends
     # on the machine's load, so it is printed, not asserted (docs/reliability.md).
     pytest.mark.skipif(

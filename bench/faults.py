@@ -425,13 +425,16 @@ def run(
         [FaultKind(f"{k.name}-r{n}", k.target, k.faults, k.rate) for k in kinds]
         for n in range(rounds)
     ]
-    with tempfile.TemporaryDirectory(prefix="faults-") as tmp, contextlib.ExitStack() as stack:
+    with tempfile.TemporaryDirectory(prefix="faults-") as tmp:
         folder = workdir or Path(tmp)
-        world = World(stack, folder, [k for ks in rounds_kinds for k in ks])
         for n, round_kinds in enumerate(rounds_kinds):
-            with ThreadPoolExecutor(max_workers=parallel) as pool:
+            # A world of its own per round: one emulated API server holding every round's
+            # trials and nodes slowed down until round 3's setup requests timed out.
+            with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=parallel) as pool:
+                world = World(stack, folder, round_kinds)
                 seeds = [seed + n] * len(round_kinds)
-                done = pool.map(lambda k, s: run_kind(world, k, s, deadline), round_kinds, seeds)
+                worlds = [world] * len(round_kinds)
+                done = pool.map(run_kind, worlds, round_kinds, seeds, [deadline] * len(seeds))
                 for kind, row in zip(kinds, done, strict=True):
                     if on_row is not None:
                         on_row(row)

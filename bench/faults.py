@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -433,8 +434,8 @@ def run(
             with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=parallel) as pool:
                 world = World(stack, folder, round_kinds)
                 seeds = [seed + n] * len(round_kinds)
-                worlds = [world] * len(round_kinds)
-                done = pool.map(run_kind, worlds, round_kinds, seeds, [deadline] * len(seeds))
+                in_world = functools.partial(run_kind, world, deadline=deadline)
+                done = pool.map(in_world, round_kinds, seeds)
                 for kind, row in zip(kinds, done, strict=True):
                     if on_row is not None:
                         on_row(row)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from acceltrial.handlers.specs import valid_spec
+from tests.conftest import REPO
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llama3-8b-inf2-httproute.yaml"
+EXAMPLE = REPO / "examples" / "llama3-8b-inf2-httproute.yaml"
 
 
 def trial(uid: str, generation: int) -> dict[str, Any]:

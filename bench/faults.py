@@ -7,8 +7,8 @@ goes through a :class:`~bench.faultproxy.FaultProxy`:
 
 - ``good``: the candidate serves as well as the baseline; fault-free, it is Promoted;
 - ``bad``: the candidate fails 20% of requests; fault-free, it is RolledBack at 5%;
-- ``silent``: the candidate exports no metrics; fault-free it pauses (no data is never a pass),
-  and the suite aborts it: Aborted, with the route restored.
+- ``silent``: the candidate is sent no requests (its series stay empty); fault-free it pauses
+  (no data is never a pass), and the suite aborts it: Aborted, with the route restored.
 
 Per kind it prints: trials run, outcomes equal to the fault-free run, other outcomes that are a
 documented safe state (paused on missing data then aborted, or rolled back, with the route
@@ -45,12 +45,13 @@ from typing import Any, Literal
 
 import yaml
 from tests.conftest import REPO
-from tests.integration.fleet import Fleet, Profile, serving
 from tests.integration.prometheus_server import running_prometheus
+from tests.integration.simulated import STEADY, profile, serving
 from tests.integration.test_lifecycle_e2e import ROUTE, install_baseline, trial
 from tests.sandbox.conftest import Api
 
 from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.fleet.model import ServingProfile
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
 from acceltrial.sandbox.topology import Topology, load_topology
 from bench.faultproxy import FaultProxy, Schedule
@@ -179,30 +180,22 @@ class World:
         self.api = Api(self.sandbox.url)
         crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
         assert self.api.post(CRDS, crd).status == 201
-        # One small fleet per kind: a scrape lists only its three namespaces, so it stays well
-        # inside Prometheus' scrape timeout on a busy machine.
-        self.fleet_urls = [
-            stack.enter_context(serving(Fleet(self.sandbox.url, profiles(kind)))) for kind in kinds
-        ]
+        profiles = {key: value for kind in kinds for key, value in fleet_profiles(kind).items()}
+        self.scrape = stack.enter_context(serving(self.sandbox.url, profiles))
         self.prometheus_url = self.start_prometheus(stack, "shared")
 
     def start_prometheus(self, stack: contextlib.ExitStack, name: str) -> str:
-        targets = ", ".join(f"'{url.removeprefix('http://')}'" for url in self.fleet_urls)
-        scrape = (
-            "scrape_configs:\n  - job_name: fleet\n"
-            f"    static_configs: [{{targets: [{targets}]}}]\n"
-        )
         data = Path(tempfile.mkdtemp(prefix=f"prom-{name}-", dir=self.folder)) / "data"
-        return stack.enter_context(running_prometheus(data, scrape))
+        return stack.enter_context(running_prometheus(data, self.scrape))
 
 
-def profiles(kind: FaultKind) -> dict[tuple[str, str], Profile]:
+def fleet_profiles(kind: FaultKind) -> dict[tuple[str, str], ServingProfile]:
     return {
-        (namespace(kind, "good"), "baseline"): Profile(),
-        (namespace(kind, "good"), "candidate"): Profile(median=0.24),
-        (namespace(kind, "bad"), "baseline"): Profile(),
-        (namespace(kind, "bad"), "candidate"): Profile(error_ratio=0.2),
-        (namespace(kind, "silent"), "baseline"): Profile(),
+        (namespace(kind, "good"), "baseline"): STEADY,
+        (namespace(kind, "good"), "candidate"): profile(p50=0.24, p99=0.48),
+        (namespace(kind, "bad"), "baseline"): STEADY,
+        (namespace(kind, "bad"), "candidate"): profile(error_ratio=0.2),
+        (namespace(kind, "silent"), "baseline"): STEADY,  # its candidate is sent nothing
     }
 
 

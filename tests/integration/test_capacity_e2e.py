@@ -25,8 +25,8 @@ import yaml
 from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.topology import Topology
 from tests.conftest import REPO
-from tests.integration.fleet import Fleet, Profile, serving
 from tests.integration.prometheus_server import running_prometheus
+from tests.integration.simulated import STEADY, profile, serving
 from tests.integration.test_lifecycle_e2e import (
     ROUTE,
     TRIALS,
@@ -70,13 +70,13 @@ TOPOLOGY = Topology.model_validate({
     ],
 })  # fmt: skip
 PROFILES = {
-    ("karpenter", "baseline"): Profile(),
-    ("karpenter", "candidate"): Profile(median=0.24),
-    ("nodegroup", "baseline"): Profile(),
-    ("nodegroup", "candidate"): Profile(error_ratio=0.2),
-    ("exhausted", "baseline"): Profile(),
-    ("nodegroup-delete", "baseline"): Profile(),
-    ("nodegroup-delete", "candidate"): Profile(),
+    ("karpenter", "baseline"): STEADY,
+    ("karpenter", "candidate"): profile(p50=0.24, p99=0.48),
+    ("nodegroup", "baseline"): STEADY,
+    ("nodegroup", "candidate"): profile(error_ratio=0.2),
+    ("exhausted", "baseline"): STEADY,
+    ("nodegroup-delete", "baseline"): STEADY,
+    ("nodegroup-delete", "candidate"): STEADY,
 }
 
 
@@ -98,14 +98,9 @@ def api(cluster: Sandbox) -> Api:
 
 @pytest.fixture(scope="module")
 def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving(Fleet(cluster.url, PROFILES)) as fleet_url:
-        target = fleet_url.removeprefix("http://")
-        scrape = (
-            "scrape_configs:\n  - job_name: fleet\n"
-            f"    static_configs: [{{targets: ['{target}']}}]\n"
-        )
-        with running_prometheus(tmp_path_factory.mktemp("prom") / "data", scrape) as url:
-            yield url
+    data = tmp_path_factory.mktemp("prom") / "data"
+    with serving(cluster.url, PROFILES) as scrape, running_prometheus(data, scrape) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,9 @@ from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.realplane.plane import RealControlPlane
 from acceltrial.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO, TOOLS_BIN
-from tests.integration.fleet import Fleet, Profile, serving
 from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus
+from tests.integration.simulated import STEADY, profile, serving
 from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane
 
 pytestmark = pytest.mark.slow
@@ -36,45 +36,45 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ROUTE = {"name": "llama3-gpu", "port": 8000}
 GATEWAY_DEFAULTS = {"group": "", "kind": "Service", "weight": 1}
 PROFILES = {
-    ("promote", "baseline"): Profile(),
-    ("promote", "candidate"): Profile(median=0.24),
-    ("regress", "baseline"): Profile(),
-    ("regress", "candidate"): Profile(error_ratio=0.2),
-    ("slow", "baseline"): Profile(),
-    ("slow", "candidate"): Profile(median=0.45),
-    ("silent", "baseline"): Profile(),  # the candidate exports nothing
-    ("manual", "baseline"): Profile(),
-    ("manual", "candidate"): Profile(),
-    ("frozen", "baseline"): Profile(),
-    ("frozen", "candidate"): Profile(),
-    ("deleted", "baseline"): Profile(),
-    ("deleted", "candidate"): Profile(),
-    ("replicas", "baseline"): Profile(),
-    ("replicas", "candidate"): Profile(),
-    ("twin", "baseline"): Profile(),
-    ("twin", "candidate"): Profile(),
-    ("handover", "baseline"): Profile(),
-    ("handover", "candidate"): Profile(),
-    ("bake-delete", "baseline"): Profile(),
-    ("bake-delete", "candidate"): Profile(),
-    ("pause-delete", "baseline"): Profile(),
-    ("pause-delete", "candidate"): Profile(),
-    ("ended-delete", "baseline"): Profile(),
-    ("ended-delete", "candidate"): Profile(error_ratio=0.2),
-    ("hpa", "baseline"): Profile(),
-    ("hpa", "candidate"): Profile(),
-    ("hpa-abort", "baseline"): Profile(),
-    ("hpa-abort", "candidate"): Profile(),
-    ("no-metrics", "baseline"): Profile(),
-    ("check-cluster", "baseline"): Profile(),
-    ("crash", "baseline"): Profile(),
-    ("crash", "candidate"): Profile(median=0.24),
-    ("crash-regress", "baseline"): Profile(),
-    ("crash-regress", "candidate"): Profile(error_ratio=0.2),
-    ("two-replicas", "baseline"): Profile(),
-    ("two-replicas", "candidate"): Profile(median=0.24),
-    ("two-replicas-regress", "baseline"): Profile(),
-    ("two-replicas-regress", "candidate"): Profile(error_ratio=0.2),
+    ("promote", "baseline"): STEADY,
+    ("promote", "candidate"): profile(p50=0.24, p99=0.48),
+    ("regress", "baseline"): STEADY,
+    ("regress", "candidate"): profile(error_ratio=0.2),
+    ("slow", "baseline"): STEADY,
+    ("slow", "candidate"): profile(p50=0.45, p99=0.9),
+    ("silent", "baseline"): STEADY,  # the candidate is sent nothing: its series stay empty
+    ("manual", "baseline"): STEADY,
+    ("manual", "candidate"): STEADY,
+    ("frozen", "baseline"): STEADY,
+    ("frozen", "candidate"): STEADY,
+    ("deleted", "baseline"): STEADY,
+    ("deleted", "candidate"): STEADY,
+    ("replicas", "baseline"): STEADY,
+    ("replicas", "candidate"): STEADY,
+    ("twin", "baseline"): STEADY,
+    ("twin", "candidate"): STEADY,
+    ("handover", "baseline"): STEADY,
+    ("handover", "candidate"): STEADY,
+    ("bake-delete", "baseline"): STEADY,
+    ("bake-delete", "candidate"): STEADY,
+    ("pause-delete", "baseline"): STEADY,
+    ("pause-delete", "candidate"): STEADY,
+    ("ended-delete", "baseline"): STEADY,
+    ("ended-delete", "candidate"): profile(error_ratio=0.2),
+    ("hpa", "baseline"): STEADY,
+    ("hpa", "candidate"): STEADY,
+    ("hpa-abort", "baseline"): STEADY,
+    ("hpa-abort", "candidate"): STEADY,
+    ("no-metrics", "baseline"): STEADY,
+    ("check-cluster", "baseline"): STEADY,
+    ("crash", "baseline"): STEADY,
+    ("crash", "candidate"): profile(p50=0.24, p99=0.48),
+    ("crash-regress", "baseline"): STEADY,
+    ("crash-regress", "candidate"): profile(error_ratio=0.2),
+    ("two-replicas", "baseline"): STEADY,
+    ("two-replicas", "candidate"): profile(p50=0.24, p99=0.48),
+    ("two-replicas-regress", "baseline"): STEADY,
+    ("two-replicas-regress", "candidate"): profile(error_ratio=0.2),
 }
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/acceleratortrials"
 BACKENDS = (
@@ -115,14 +115,9 @@ def api(cluster: Backend) -> Api:
 
 @pytest.fixture(scope="module")
 def prometheus_url(cluster: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving(Fleet(cluster.access, PROFILES)) as fleet_url:
-        target = fleet_url.removeprefix("http://")
-        scrape = (
-            "scrape_configs:\n  - job_name: fleet\n"
-            f"    static_configs: [{{targets: ['{target}']}}]\n"
-        )
-        with running_prometheus(tmp_path_factory.mktemp("prom") / "data", scrape) as url:
-            yield url
+    data = tmp_path_factory.mktemp("prom") / "data"
+    with serving(cluster.access, PROFILES) as scrape, running_prometheus(data, scrape) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

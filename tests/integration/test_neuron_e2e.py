@@ -23,8 +23,8 @@ from moto.server import ThreadedMotoServer
 from acceltrial.sandbox.cluster import Sandbox
 from acceltrial.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO
-from tests.integration.fleet import Fleet, Profile, serving
 from tests.integration.prometheus_server import running_prometheus
+from tests.integration.simulated import STEADY, serving
 from tests.integration.test_lifecycle_e2e import (
     CRDS,
     ROUTE,
@@ -39,9 +39,9 @@ from tests.sandbox.conftest import Api
 pytestmark = pytest.mark.slow
 
 PROFILES = {
-    ("compile-fails", "baseline"): Profile(),
-    ("compile-ok", "baseline"): Profile(),
-    ("compile-ok", "candidate"): Profile(),
+    ("compile-fails", "baseline"): STEADY,
+    ("compile-ok", "baseline"): STEADY,
+    ("compile-ok", "candidate"): STEADY,
 }
 NAMESPACES = ("too-large", "no-artifacts", "compile-fails", "compile-ok")
 NO_PROMETHEUS = "http://prometheus.invalid:9090"  # for trials that end before any query
@@ -82,14 +82,9 @@ def api(cluster: Sandbox) -> Api:
 
 @pytest.fixture(scope="module")
 def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving(Fleet(cluster.url, PROFILES)) as fleet_url:
-        target = fleet_url.removeprefix("http://")
-        scrape = (
-            "scrape_configs:\n  - job_name: fleet\n"
-            f"    static_configs: [{{targets: ['{target}']}}]\n"
-        )
-        with running_prometheus(tmp_path_factory.mktemp("prom") / "data", scrape) as url:
-            yield url
+    data = tmp_path_factory.mktemp("prom") / "data"
+    with serving(cluster.url, PROFILES) as scrape, running_prometheus(data, scrape) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ The fleet itself is the model servers' collector (``servers`` says in which shap
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
 import time
@@ -39,6 +38,7 @@ from acceltrial.sandbox.fleet.servers import (
     VllmShape,
     families,
 )
+from acceltrial.sandbox.fleet.ticking import Ticking
 from acceltrial.sandbox.fleet.traffic import (
     ClusterView,
     Entry,
@@ -50,7 +50,6 @@ from acceltrial.sandbox.fleet.traffic import (
     routed,
 )
 
-LOG = logging.getLogger(__name__)
 TTFT_SHARE = 0.1
 """Share of a request's latency spent before the first token (prefill)."""
 
@@ -160,8 +159,7 @@ class Fleet(Collector):
         """Users' requests answered by pods no longer Ready."""
         self._last: float | None = None
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._ticking = Ticking(self.advance, "fleet")
 
     # -- simulation ------------------------------------------------------------------------
 
@@ -311,24 +309,11 @@ class Fleet(Collector):
     # -- running ---------------------------------------------------------------------------
 
     def start(self, tick_seconds: float = 0.25) -> Fleet:
-        self.advance()
-        self._thread = threading.Thread(
-            target=self._run, args=(tick_seconds,), name="fleet", daemon=True
-        )
-        self._thread.start()
+        self._ticking.start(tick_seconds)
         return self
 
-    def _run(self, tick_seconds: float) -> None:
-        while not self._stop.wait(tick_seconds):
-            try:
-                self.advance()
-            except OSError as error:  # the API server is going away; keep the last state
-                LOG.debug("fleet could not read the cluster: %s", error)
-
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._ticking.stop()
 
     # -- exporting -------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ ServiceMonitor would give it (:func:`serve_exporters`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -44,8 +45,7 @@ def exposition(families: Iterable[Metric]) -> str:
         lines.append(f"# HELP {name} {documentation}")
         lines.append(f"# TYPE {name} {family.type}")
         for sample in family.samples:
-            labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
-            where = "{" + labels + "}" if labels else ""
+            where = _labels(tuple(sample.labels.items()))
             stamp = "" if sample.timestamp is None else f" {round(float(sample.timestamp) * 1000)}"
             lines.append(f"{sample.name}{where} {_number(sample.value)}{stamp}")
     return "\n".join(lines) + "\n"
@@ -55,6 +55,13 @@ def _family_name(family: Metric) -> str:
     if family.type == "counter" and not isinstance(family, BareCounter):
         return family.name + "_total"  # as prometheus_client's own text output names it
     return family.name
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _labels(items: tuple[tuple[str, str], ...]) -> str:
+    # The same label sets come back every scrape: rendered once, a scrape of many pods stays
+    # well inside Prometheus' timeout.
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in items) + "}" if items else ""
 
 
 def _number(value: float) -> str:

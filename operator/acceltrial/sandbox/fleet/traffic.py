@@ -61,6 +61,56 @@ def read_cluster(cluster: Access | str, entry: Entry) -> ClusterView:
     return ClusterView(pods, services, route, grants)
 
 
+@dataclass(frozen=True)
+class ClusterReading:
+    """Every namespace's pods, Services, HTTPRoutes and ReferenceGrants, listed at one moment
+    (by namespace): what many entries' views are cut from."""
+
+    pods: Mapping[str, Sequence[Manifest]]
+    services: Mapping[str, Sequence[Manifest]]
+    routes: Mapping[str, Sequence[Manifest]]
+    grants: Mapping[str, Sequence[Manifest]]
+
+    def view(self, entry: Entry) -> ClusterView:
+        """What :func:`read_cluster` would have read for ``entry`` at that moment."""
+        route: Manifest | None = None
+        if entry.route is not None:
+            where = entry.route_namespace or entry.namespace
+            named = (r for r in self.routes.get(where, ()) if r["metadata"]["name"] == entry.route)
+            route = next(named, None)
+        return ClusterView(
+            pods=self.pods.get(entry.namespace, ()),
+            services={s["metadata"]["name"]: s for s in self.services.get(entry.namespace, ())},
+            route=route,
+            grants=self.grants.get(entry.namespace, ()) if entry.route is not None else (),
+        )
+
+
+def read_namespaces(cluster: Access | str) -> ClusterReading:
+    """List pods, Services, HTTPRoutes and ReferenceGrants of every namespace: four requests
+    however many entries are served (a Gateway API type not installed lists as empty)."""
+    access = as_access(cluster)
+    gateway = "/apis/gateway.networking.k8s.io"
+    listed = [
+        _get(access, path).get("items", [])
+        for path in (
+            "/api/v1/pods",
+            "/api/v1/services",
+            f"{gateway}/v1/httproutes",
+            f"{gateway}/v1beta1/referencegrants",
+        )
+    ]
+    pods, services, routes, grants = (_by_namespace(items) for items in listed)
+    return ClusterReading(pods, services, routes, grants)
+
+
+def _by_namespace(items: Sequence[Manifest]) -> dict[str, list[Manifest]]:
+    grouped: dict[str, list[Manifest]] = {}
+    for item in items:
+        grouped.setdefault(item["metadata"].get("namespace", ""), []).append(item)
+    return grouped
+
+
 def read_nodes(cluster: Access | str) -> list[Manifest]:
     """The cluster's Nodes (the accelerator exporters run one pod on each)."""
     items: list[Manifest] = _get(as_access(cluster), "/api/v1/nodes").get("items", [])

@@ -1,0 +1,136 @@
+"""Many namespaces' simulated servers on the emulated cluster: the cluster is read once per tick
+for all of them (four list requests, whatever the number of namespaces), each namespace's pods
+serve its own profile and route, and one scrape names each metric family once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.client import HTTPResponse
+from urllib.request import Request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from acceltrial.demo.cluster import Client
+from acceltrial.sandbox.access import Access
+from acceltrial.sandbox.cluster import Sandbox
+from acceltrial.sandbox.fleet.exporter import FleetSpec
+from acceltrial.sandbox.fleet.fleets import Fleets
+from acceltrial.sandbox.fleet.model import ServingProfile
+from acceltrial.sandbox.fleet.serving import exposition
+from acceltrial.sandbox.fleet.traffic import Entry
+from acceltrial.sandbox.topology import Topology, load_topology
+from tests.sandbox.conftest import eventually
+
+NAMESPACES = ("first", "second", "third")
+GOOD = ServingProfile(p50=0.25, p99=0.5, capacity_rps=50)
+ERRING = ServingProfile(p50=0.25, p99=0.5, capacity_rps=50, error_ratio=0.2)
+
+
+@dataclass(frozen=True)
+class CountedAccess(Access):
+    """The emulator's access, remembering every path it was asked for."""
+
+    asked: list[str] = field(default_factory=list)
+
+    def open(self, request: Request | str, timeout: float) -> HTTPResponse:
+        self.asked.append(request if isinstance(request, str) else request.full_url)
+        return super().open(request, timeout)
+
+
+def install(client: Client, namespace: str) -> None:
+    labels = {"app": "llama3"}
+    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": namespace}})  # fmt: skip
+    client.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "llama3-gpu", "namespace": namespace},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:0.11",
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+    })  # fmt: skip
+    client.create(f"/api/v1/namespaces/{namespace}/services", {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "llama3-gpu", "namespace": namespace},
+        "spec": {"selector": labels, "ports": [{"port": 8000}]},
+    })  # fmt: skip
+    client.create(f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes", {
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": "llama3", "namespace": namespace},
+        "spec": {"parentRefs": [{"name": "inference"}],
+                 "rules": [{"backendRefs": [{"name": "llama3-gpu", "port": 8000}]}]},
+    })  # fmt: skip
+
+
+def spec(namespace: str, rps: float) -> FleetSpec:
+    baseline = ERRING if namespace == "second" else GOOD
+    return FleetSpec(
+        entry=Entry(namespace, route="llama3"),
+        rps=rps,
+        prompt_tokens=100,
+        generated_tokens=50,
+        profiles={"baseline": baseline, "candidate": GOOD},
+    )
+
+
+@pytest.fixture(scope="module")
+def fleets() -> Iterator[tuple[Fleets, CountedAccess]]:
+    default = load_topology()  # with GPU nodes for every namespace's baseline
+    groups = [g.model_copy(update={"count": max(g.count, 8)}) for g in default.node_groups]
+    with Sandbox(ready_delay=0.1, topology=Topology(nodeGroups=groups)) as sandbox:
+        client = Client(sandbox.url)
+        for namespace in NAMESPACES:
+            install(client, namespace)
+        access = CountedAccess(sandbox.url)
+        made = Fleets(access, [spec(n, 10.0 * (i + 1)) for i, n in enumerate(NAMESPACES)])
+
+        def every_baseline_serving() -> bool:
+            made.advance()
+            return all(len(made[n].pods("baseline")) == 2 for n in NAMESPACES)
+
+        eventually(every_baseline_serving, timeout=20)
+        yield made, access
+
+
+def test_one_tick_reads_the_cluster_once_for_every_namespace(
+    fleets: tuple[Fleets, CountedAccess],
+) -> None:
+    made, access = fleets
+    access.asked.clear()
+    made.advance()
+    asked = sorted(url.removeprefix(access.url) for url in access.asked)
+    assert asked == [
+        "/api/v1/pods",
+        "/api/v1/services",
+        "/apis/gateway.networking.k8s.io/v1/httproutes",
+        "/apis/gateway.networking.k8s.io/v1beta1/referencegrants",
+    ]
+
+
+def test_each_namespace_serves_its_own_route_and_profile(
+    fleets: tuple[Fleets, CountedAccess],
+) -> None:
+    made, _ = fleets
+    for index, namespace in enumerate(NAMESPACES):
+        baseline = made[namespace].snapshot().variants["baseline"]
+        assert baseline.pods == 2
+        assert baseline.offered_rps == pytest.approx(10.0 * (index + 1))
+        expected = 0.8 if namespace == "second" else 1.0
+        assert baseline.succeeded_rps == pytest.approx(expected * baseline.offered_rps)
+
+
+def test_each_namespace_exports_only_its_own_pods(fleets: tuple[Fleets, CountedAccess]) -> None:
+    made, _ = fleets
+    for namespace in NAMESPACES:
+        text = exposition(made[namespace].collect())
+        parsed = {f.name: f for f in text_string_to_metric_families(text)}
+        success = parsed["vllm:request_success"]
+        assert {s.labels["namespace"] for s in success.samples} == {namespace}
+        assert len({s.labels["pod"] for s in success.samples}) == 2
+
+
+def test_a_namespace_given_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="one spec per namespace: first given twice"):
+        Fleets("http://unused", [spec("first", 1.0), spec("first", 2.0)])

@@ -73,7 +73,7 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "/services": {"get", "create", "patch", "delete"},
         "/configmaps": {"get", "create", "patch"},
         "/pods": {"list"},
-        "/nodes": {"list"},
+        "/nodes": {"get", "list"},
         "karpenter.sh/nodepools": {"list"},
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
         "gateway.networking.k8s.io/referencegrants": {"list"},

@@ -13,6 +13,7 @@ from acceltrial.engine.metrics import Variant
 from acceltrial.engine.report import ReportInputs, gitops_due, update_report, upload_due
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.reports.configmap import ConfigMapReports
+from acceltrial.providers.reports.port import ReportChanged
 from acceltrial.providers.reports.s3 import S3Reports
 from acceltrial.providers.routing.port import Router
 
@@ -39,8 +40,12 @@ def write_report(
         price_sources={v: r.price_source for v, r in snapshot.resources.items()},
         gitops=gitops_manifests(snapshot, router, status) if gitops_due(status) else None,
     )
-    report = update_report(store.load(snapshot.trial), inputs)
-    store.save(snapshot.trial, report)
+    try:
+        report = update_report(store.load(snapshot.trial), inputs)
+        store.save(snapshot.trial, report)
+    except ReportChanged:  # written by someone else since: build on theirs
+        report = update_report(store.load(snapshot.trial), inputs)
+        store.save(snapshot.trial, report)
     destination = snapshot.spec.report.s3 if snapshot.spec.report else None
     if destination is not None and upload_due(status):
         S3Reports().upload(destination, snapshot.trial, report)

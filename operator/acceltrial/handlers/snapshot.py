@@ -10,6 +10,7 @@ around it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,10 +21,13 @@ from acceltrial.engine.costing import VariantResources
 from acceltrial.engine.metrics import Variant, VariantTarget
 from acceltrial.engine.targets import baseline_pods, variant_target
 from acceltrial.kube.gateway import Kube
+from acceltrial.kube.nodes import NodeCache
 from acceltrial.providers.pricing.sources import price_sources
 from acceltrial.providers.pricing.trial import variant_resources
 
 Manifest = dict[str, Any]
+NODES = NodeCache()
+"""The process's Nodes by name, shared by every trial's ticks."""
 
 
 @dataclass
@@ -65,7 +69,8 @@ class TickSnapshot:
 
     @cached_property
     def nodes(self) -> list[Manifest]:
-        """Preflight's capacity check and the variants' instance ids both need them."""
+        """Every Node, for preflight's capacity check (a measurement reads only its pods'
+        Nodes, through :data:`NODES`)."""
         return self.kube.nodes()
 
     @cached_property
@@ -81,17 +86,18 @@ class TickSnapshot:
     def targets(self) -> dict[Variant, VariantTarget]:
         """Each variant's pods and the instance ids of their nodes, as the queries select them."""
         selector = (self.baseline or {}).get("spec", {}).get("selector", {}).get("matchLabels")
+        pods: dict[Variant, Sequence[Mapping[str, Any]]] = {
+            "baseline": baseline_pods(self.kube.pods(self.namespace, selector or {}),
+                                      self.trial.name),
+            "candidate": self.kube.pods(self.namespace, candidate_labels(self.trial)),
+        }  # fmt: skip
+        hosts = (p.get("spec", {}).get("nodeName") for each in pods.values() for p in each)
+        nodes = NODES.named(self.kube, hosts)
         return {
-            "baseline": variant_target(
-                "baseline", self.namespace, self.baseline_name,
-                baseline_pods(self.kube.pods(self.namespace, selector or {}), self.trial.name),
-                nodes=self.nodes, accelerator="gpu",
-            ),
-            "candidate": variant_target(
-                "candidate", self.namespace, self.candidate_name,
-                self.kube.pods(self.namespace, candidate_labels(self.trial)),
-                nodes=self.nodes, accelerator="neuron",
-            ),
+            "baseline": variant_target("baseline", self.namespace, self.baseline_name,
+                                       pods["baseline"], nodes=nodes, accelerator="gpu"),
+            "candidate": variant_target("candidate", self.namespace, self.candidate_name,
+                                        pods["candidate"], nodes=nodes, accelerator="neuron"),
         }  # fmt: skip
 
     @cached_property

@@ -180,6 +180,9 @@ class Kube:
     def nodes(self) -> list[Manifest]:
         return list(_call(self._core.list_node).get("items") or [])
 
+    def node(self, name: str) -> Manifest | None:
+        return _read(self._core.read_node, name)
+
     def node_pools(self) -> list[Manifest]:
         """Karpenter's NodePools (karpenter.sh/v1); none where Karpenter is not installed."""
         reply = _read(self._custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodepools")

@@ -1,17 +1,29 @@
 """Reports in a ConfigMap ``<trial>-report`` (key ``report.json``), owned by the trial so it is
-garbage-collected with it, written by server-side apply under the operator's field manager."""
+garbage-collected with it, written by server-side apply under the operator's field manager.
+
+The report is updated on every measurement and grows with the trial (a timeline of up to 720
+points), so reading and parsing it back each time cost more than anything else a tick reads.
+The process keeps the last report it read or wrote with the ConfigMap's resourceVersion, and
+writes with that version as a precondition: a report changed by another writer (a second
+replica, a person) makes the write fail with 409 and the next load read it again."""
 
 from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from acceltrial.api.report import REPORT_KEY, Report, UnreadableReport, read_report, report_name
 from acceltrial.api.trial import GROUP, KIND, VERSION
 from acceltrial.engine.candidate import TRIAL_LABEL, TrialRef
-from acceltrial.kube.gateway import Kube
+from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.providers.reports.port import ReportChanged
 
 LOG = logging.getLogger(__name__)
+KEPT = 4096
+"""Trials whose last report the process remembers (the least recently written go first)."""
+_KNOWN: dict[str, tuple[str, Report | None]] = {}
+"""Trial uid -> the report ConfigMap's resourceVersion and the report it holds."""
 
 
 class ConfigMapReports:
@@ -21,35 +33,63 @@ class ConfigMapReports:
         self.kube = kube
 
     def load(self, trial: TrialRef) -> Report | None:
+        known = _KNOWN.get(trial.uid)
+        if known is not None:
+            return known[1]
         config_map = self.kube.config_map(trial.namespace, report_name(trial.name))
         try:
-            return read_report(config_map)
+            report = read_report(config_map)
         except UnreadableReport as error:
             # Someone edited it by hand: start a new one rather than fail the trial.
             LOG.warning("report of %s/%s is unreadable (%s); starting anew", trial.namespace,
                         trial.name, error)  # fmt: skip
-            return None
+            report = None
+        if config_map is not None:
+            _remember(trial.uid, config_map, report)
+        return report
 
     def save(self, trial: TrialRef, report: Report) -> None:
-        body = report.model_dump(mode="json", by_alias=True, exclude_none=True)
-        self.kube.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": report_name(trial.name),
-                    "namespace": trial.namespace,
-                    "labels": {TRIAL_LABEL: trial.name},
-                    "ownerReferences": [
-                        {
-                            "apiVersion": f"{GROUP}/{VERSION}",
-                            "kind": KIND,
-                            "name": trial.name,
-                            "uid": trial.uid,
-                            "blockOwnerDeletion": False,
-                        }
-                    ],
-                },
-                "data": {REPORT_KEY: json.dumps(body, indent=1, sort_keys=True)},
-            }
-        )
+        known = _KNOWN.pop(trial.uid, None)
+        manifest = _manifest(trial, report)
+        if known is not None:
+            manifest["metadata"]["resourceVersion"] = known[0]
+        try:
+            saved = self.kube.apply(manifest)
+        except KubeError as error:
+            if error.status == 409 and known is not None:
+                raise ReportChanged(str(error)) from error
+            raise
+        _remember(trial.uid, saved, report)
+
+
+def _remember(uid: str, config_map: dict[str, Any], report: Report | None) -> None:
+    version = (config_map.get("metadata") or {}).get("resourceVersion")
+    if not version:
+        return
+    _KNOWN.pop(uid, None)
+    _KNOWN[uid] = (str(version), report)
+    while len(_KNOWN) > KEPT:
+        del _KNOWN[next(iter(_KNOWN))]
+
+
+def _manifest(trial: TrialRef, report: Report) -> dict[str, Any]:
+    body = report.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": report_name(trial.name),
+            "namespace": trial.namespace,
+            "labels": {TRIAL_LABEL: trial.name},
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": KIND,
+                    "name": trial.name,
+                    "uid": trial.uid,
+                    "blockOwnerDeletion": False,
+                }
+            ],
+        },
+        "data": {REPORT_KEY: json.dumps(body, indent=1, sort_keys=True)},
+    }

@@ -8,6 +8,11 @@ from acceltrial.api.report import Report
 from acceltrial.engine.candidate import TrialRef
 
 
+class ReportChanged(Exception):
+    """The stored report changed since this process loaded it (another writer): load it again
+    and redo the update."""
+
+
 class ReportStore(Protocol):
     """Somewhere a trial's report is kept between ticks and read by people."""
 
@@ -16,5 +21,6 @@ class ReportStore(Protocol):
         ...
 
     def save(self, trial: TrialRef, report: Report) -> None:
-        """Keep ``report`` as the trial's current one."""
+        """Keep ``report`` as the trial's current one; :class:`ReportChanged` when the stored
+        one is no longer the one loaded."""
         ...

@@ -102,3 +102,19 @@ def test_the_report_is_read_back_once_and_a_change_by_another_writer_is_kept(
     report = read_report(api.get(config_map).body)
     assert report is not None
     assert [p.weight for p in report.timeline] == [5, 5, 5, 25, 5], "their point kept, ours added"
+
+
+def test_a_report_deleted_by_someone_comes_back_whole(api: Api, kube: Kube, namespace: str) -> None:
+    _, snapshot, router, config_map = report_of_a_new_trial(api, kube, namespace)
+    progressing = TrialStatus(phase="Progressing", step=1, canary_weight=5)
+    for _ in range(2):
+        write_report(snapshot, router, progressing, measurement=measurement(),
+                     measured_pods={"baseline": 2, "candidate": 1}, now=NOW)  # fmt: skip
+    assert api.delete(config_map).status == 200
+    write_report(snapshot, router, progressing, measurement=measurement(),
+                 measured_pods={"baseline": 2, "candidate": 1}, now=NOW)  # fmt: skip
+    report = read_report(api.get(config_map).body)
+    assert report is not None
+    # As kube-apiserver does (checked on the real one): an apply carrying the resourceVersion of
+    # an object that no longer exists creates it.
+    assert [p.weight for p in report.timeline] == [5, 5, 5], "the history the operator kept"

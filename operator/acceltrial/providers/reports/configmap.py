@@ -56,7 +56,9 @@ class ConfigMapReports:
         try:
             saved = self.kube.apply(manifest)
         except KubeError as error:
-            if error.status == 409 and known is not None:
+            # Changed since (a report deleted since is simply created again, kube-apiserver
+            # ignoring the version of an object that does not exist).
+            if known is not None and error.status == 409:
                 raise ReportChanged(str(error)) from error
             raise
         _remember(trial.uid, saved, report)

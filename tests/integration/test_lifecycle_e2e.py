@@ -490,6 +490,26 @@ def candidate_objects(api: Api, namespace: str) -> tuple[dict[str, Any], dict[st
     return deployment.body, service.body
 
 
+def settled_route(api: Api, namespace: str) -> dict[str, Any]:
+    """The route once the gateway has reported on its current generation with every backend
+    resolved: its status write after a rollback would otherwise change the resourceVersion."""
+    path = f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes/llama3"
+
+    def settled() -> dict[str, Any] | None:
+        route: dict[str, Any] = api.get(path).body
+        generation = route["metadata"].get("generation")
+        parents = (route.get("status") or {}).get("parents") or []
+        conditions = [c for parent in parents for c in parent.get("conditions") or []]
+        done = conditions and all(
+            c.get("observedGeneration") == generation and c.get("status") == "True"
+            for c in conditions
+        )
+        return route if done else None
+
+    result: dict[str, Any] = eventually(settled, timeout=30)
+    return result
+
+
 def delete_trial(api: Api, path: str) -> None:
     assert api.delete(path).status == 200
     eventually(lambda: api.get(path).status == 404, timeout=60)
@@ -610,11 +630,11 @@ def test_deleting_a_rolled_back_trial_changes_nothing(
 ) -> None:
     status = run_trial(api, "ended-delete", prometheus_url)
     assert status["phase"] == "RolledBack"
-    route = api.get("/apis/gateway.networking.k8s.io/v1/namespaces/ended-delete/httproutes/llama3")
+    route = settled_route(api, "ended-delete")
     baseline = api.get(f"{DEPLOYMENTS.format('ended-delete')}/llama3-gpu").body
     delete_trial(api, f"{TRIALS.format('ended-delete')}/llama3-inf2")
     after = api.get("/apis/gateway.networking.k8s.io/v1/namespaces/ended-delete/httproutes/llama3")
-    assert after.body["metadata"]["resourceVersion"] == route.body["metadata"]["resourceVersion"]
+    assert after.body["metadata"]["resourceVersion"] == route["metadata"]["resourceVersion"]
     again = api.get(f"{DEPLOYMENTS.format('ended-delete')}/llama3-gpu").body
     assert again["metadata"]["resourceVersion"] == baseline["metadata"]["resourceVersion"]
 

@@ -43,6 +43,7 @@ from acceltrial.handlers.specs import valid_spec
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodegroup import CapacityError
+from acceltrial.providers.reports.port import ReportChanged
 from acceltrial.providers.reports.s3 import ReportUploadError
 from acceltrial.providers.routing.port import RoutingProblem
 
@@ -194,7 +195,7 @@ def _report(
     """Keep the report current; a failure to write it never holds the trial up."""
     try:
         world.write_report(status, observation.measurement, now)
-    except (KubeError, ReportUploadError) as error:
+    except (KubeError, ReportUploadError, ReportChanged) as error:
         LOG.warning("could not write the report of %s: %s", world.trial.name, error)
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from acceltrial.api.report import Report
 from acceltrial.api.status import TrialStatus
+from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.gitops import committable
 from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.metrics import Variant
@@ -41,14 +43,19 @@ def write_report(
         gitops=gitops_manifests(snapshot, router, status) if gitops_due(status) else None,
     )
     try:
-        report = update_report(store.load(snapshot.trial), inputs)
-        store.save(snapshot.trial, report)
+        report = _updated(store, snapshot.trial, inputs)
     except ReportChanged:  # written by someone else since: build on theirs
-        report = update_report(store.load(snapshot.trial), inputs)
-        store.save(snapshot.trial, report)
+        report = _updated(store, snapshot.trial, inputs)
     destination = snapshot.spec.report.s3 if snapshot.spec.report else None
     if destination is not None and upload_due(status):
         S3Reports().upload(destination, snapshot.trial, report)
+
+
+def _updated(store: ConfigMapReports, trial: TrialRef, inputs: ReportInputs) -> Report:
+    """The stored report with this tick added, saved."""
+    report = update_report(store.load(trial), inputs)
+    store.save(trial, report)
+    return report
 
 
 def gitops_manifests(snapshot: TickSnapshot, router: Router, status: TrialStatus) -> dict[str, Any]:

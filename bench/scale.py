@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -94,9 +95,13 @@ def _counting_app(build: Callable[..., web.Application]) -> Callable[..., web.Ap
 sandbox_cluster.build_app = _counting_app(sandbox_server.build_app)  # type: ignore[attr-defined]
 
 
+_ASK_INDEX = re.compile(r'"acceltrial_ask", "(\d+)"')
+
+
 class _Prometheus(BaseHTTPRequestHandler):
     """Answers every instant query with one series at 0.5 and every range query with one
-    series sampled at each step: every criterion has a value, and both variants the same."""
+    series sampled at each step: every criterion has a value, and both variants the same. A
+    query asking several readings together gets one such series for each (its index label)."""
 
     def do_GET(self) -> None:
         self._answer(urllib.parse.urlparse(self.path))
@@ -110,6 +115,8 @@ class _Prometheus(BaseHTTPRequestHandler):
         QUERIES.add()
         params = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
         now = time.time()
+        asked = _ASK_INDEX.findall(params.get("query", ""))
+        labels = [{"acceltrial_ask": index} for index in asked] or [{}]
         if url.path.endswith("/query_range"):
             start, end = float(params["start"]), float(params["end"])
             step = max(float(params.get("step", 15)), 1.0)
@@ -117,9 +124,11 @@ class _Prometheus(BaseHTTPRequestHandler):
             while t <= end:
                 points.append([t, "0.5"])
                 t += step
-            data = {"resultType": "matrix", "result": [{"metric": {}, "values": points}]}
+            result = [{"metric": m, "values": points} for m in labels]
+            data = {"resultType": "matrix", "result": result}
         else:
-            data = {"resultType": "vector", "result": [{"metric": {}, "value": [now, "0.5"]}]}
+            result = [{"metric": m, "value": [now, "0.5"]} for m in labels]
+            data = {"resultType": "vector", "result": result}
         payload = json.dumps({"status": "success", "data": data}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

@@ -12,15 +12,17 @@ openmetrics`` into a real Prometheus and queried through the presets as the oper
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from acceltrial.engine.analysis import Reading
 from acceltrial.engine.metric_check import answer
 from acceltrial.engine.metrics import (
     Accelerator,
@@ -29,6 +31,7 @@ from acceltrial.engine.metrics import (
     Variant,
     VariantTarget,
 )
+from acceltrial.providers.metrics.port import Ask
 from acceltrial.providers.metrics.prometheus import PrometheusClient, PrometheusReader
 from tests.conftest import REPO, tool
 from tests.integration.prometheus_server import create_blocks, running_prometheus
@@ -38,6 +41,7 @@ NAMESPACE = "serving"
 SECONDS = 600
 STEP = 15
 INTERVAL = "2m"
+REQUESTS = PresetMetric("requests")
 INSTANCE_ID = "i-0a1b2c3d4e5f60718"  # the node the neuron-monitor fixture was scraped on
 SERVER_METRICS = {
     "vllm": ("latency_mean", "latency_p50", "latency_p90", "latency_p99", "ttft_p99", "itl_p99",
@@ -240,3 +244,46 @@ def test_neuron_utilization_by_instance_without_pod_labels(stored: tuple[str, da
         stored, "vllm", "accelerator_utilization", shape, accelerator="neuron", variant="candidate"
     )
     assert number == pytest.approx(0.64), said
+
+
+def _same(reading: Reading) -> tuple[object, ...]:
+    """A reading's content, NaN equal to NaN (an idle server's quantile)."""
+    values = tuple("NaN" if math.isnan(v) else v for v in reading.values)
+    return (values, reading.series, reading.requests, reading.parts, reading.error, reading.asked)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "preset"),
+    [(("vllm-011", "vllm-idle", "vllm-07-no-http"), "vllm"), (("tgi", "tgi-idle"), "tgi")],
+)
+def test_readings_asked_together_are_the_readings_asked_alone(
+    stored: tuple[str, datetime], shapes: tuple[str, ...], preset: str
+) -> None:
+    """A measurement asks Prometheus one query for all its readings of a window: each reading
+    split from that answer is exactly the one its own query gives, on every exporter shape,
+    for instant values, values with their request counts, ranges and raw counters."""
+    url, at = stored
+    reader = PrometheusReader(PrometheusClient(url), preset, INTERVAL)
+    minutes_ago = at - timedelta(minutes=5)
+    for spans_window in (False, True):
+        asks = [
+            Ask(request, VariantTarget("baseline", NAMESPACE, "llama3", (SHAPES[s].pod,), "gpu"))
+            for s in shapes
+            for request in _requests(preset, spans_window)
+        ]
+        together = reader.read_together(asks, minutes_ago, at, 15.0)
+        alone = [reader.read(a.request, a.target, minutes_ago, at, 15.0) for a in asks]
+        assert [_same(r) for r in together] == [_same(r) for r in alone]
+        assert any(r.values or r.parts for r in together), "the shapes have data to compare"
+
+
+def _requests(preset: str, spans_window: bool) -> list[MetricRequest]:
+    if spans_window:
+        return [
+            MetricRequest("p99", "baseline", PresetMetric("latency_p99"), "range"),
+            MetricRequest("lat", "baseline", PresetMetric("latency_mean"), counters="latency"),
+            MetricRequest("err", "baseline", PresetMetric("error_ratio"), counters="errors"),
+        ]
+    counted = MetricRequest("e", "baseline", PresetMetric("error_ratio"), requests=REQUESTS)
+    metrics = (*SERVER_METRICS[preset], "requests", "scrapes", "accelerator_utilization")
+    return [MetricRequest(m, "baseline", PresetMetric(m)) for m in metrics] + [counted]

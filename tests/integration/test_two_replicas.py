@@ -78,6 +78,12 @@ class Replicas:
         """SIGKILL the active replica and start it again with the lowest priority (its pod
         restarting). Nothing waits here: the trial's next phase is the successor's doing, and
         the handover is timed afterwards from the logs."""
+        if self.kills:
+            # The last kill's successor is the active replica once it has resumed: the trial can
+            # enter its next phase before that (the victim's last tick), and killing a replica
+            # still paused would time no handover.
+            at, successor = self.kills[-1]
+            self._logged(successor, RESUMED, at)
         victim = self.active()
         self.processes.pop(victim).send_signal(signal.SIGKILL)
         self.kills.append((time.time(), self.active()))

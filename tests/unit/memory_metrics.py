@@ -7,13 +7,13 @@ that a whole measurement runs on it shows the engine asks for metrics in the dom
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from acceltrial.engine.analysis import Reading
 from acceltrial.engine.metrics import Measure, MetricRequest, OwnQuery, Variant, VariantTarget
-from acceltrial.providers.metrics.port import MetricsError
+from acceltrial.providers.metrics.port import Ask, MetricsError
 
 
 def measure_name(measure: Measure) -> str:
@@ -40,19 +40,22 @@ class MemorySource:
     def describe(self, request: MetricRequest, target: VariantTarget) -> str:
         return f"{measure_name(request.measure)} of {target.variant}"
 
-    def read(
-        self,
-        request: MetricRequest,
-        target: VariantTarget,
-        start: datetime,
-        end: datetime,
-        resolution_seconds: float,
-    ) -> Reading:
-        self.asked.append(Asked(request, target, start, end))
-        name = measure_name(request.measure)
-        if name in self.failing:
-            raise self.failing[name]
-        found = self.readings.get((name, request.variant), Reading())
+    questions: int = 0
+    """How many times it was asked (a batch of reads is one question, as a backend's query)."""
+
+    def read_together(
+        self, asks: Sequence[Ask], start: datetime, end: datetime, resolution_seconds: float
+    ) -> list[Reading]:
+        self.questions += 1
+        self.asked += [Asked(a.request, a.target, start, end) for a in asks]
+        for ask in asks:  # one question: a failing read fails every reading asked with it
+            name = measure_name(ask.request.measure)
+            if name in self.failing:
+                raise self.failing[name]
+        return [self._reading(a.request, a.target) for a in asks]
+
+    def _reading(self, request: MetricRequest, target: VariantTarget) -> Reading:
+        found = self.readings.get((measure_name(request.measure), request.variant), Reading())
         return Reading(
             values=found.values,
             series=found.series,

@@ -98,3 +98,8 @@ class MetricRequest:
     histogram bound or status class (the sequential test)."""
     averaged: bool = False
     """The value averaged over the window, as a rate spans it (utilization for the cost model)."""
+
+    @property
+    def spans_window(self) -> bool:
+        """Whether it reads samples across the window (a range read), not one value at its end."""
+        return self.mode == "range" or self.counters is not None

@@ -1,22 +1,27 @@
 """The metrics port: what the analysis needs from a metrics source, and how its requests are run.
 
-A source answers one :class:`~acceltrial.engine.metrics.MetricRequest` for one variant over a
-window with a :class:`~acceltrial.engine.analysis.Reading`; how it asks its backend (PromQL for
-Prometheus, in ``prometheus/``) is its own business. :func:`collect` runs every request of a
+A source answers :class:`~acceltrial.engine.metrics.MetricRequest` objects for variants over a
+window with :class:`~acceltrial.engine.analysis.Reading` objects; how it asks its backend (PromQL
+for Prometheus, in ``prometheus/``) is its own business. :func:`collect` runs every request of a
 measurement and files each answer, errors included, so the engine judges a failed read as
 inconclusive instead of crashing; a temporary failure is asked again.
+
+A measurement's requests are put to the source together, as few times as the windows allow: the
+preset's readings of one window are one backend query however many criteria and cost inputs
+need them (a measurement's cost is then its windows, not its criteria). A user's own query is
+asked apart from the rest, so a query the backend refuses fails only its own criterion.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
 from acceltrial.engine.analysis import MeasurementWindow, Reading
-from acceltrial.engine.metrics import MetricRequest, Variant, VariantTarget
+from acceltrial.engine.metrics import MetricRequest, OwnQuery, Variant, VariantTarget
 
 
 class MetricsError(Exception):
@@ -33,25 +38,30 @@ class RequestError(ValueError):
     know, a name that is not safe to put in a query): nothing was asked."""
 
 
+@dataclass(frozen=True)
+class Ask:
+    """One request put to a source: what to read, and for whose pods."""
+
+    request: MetricRequest
+    target: VariantTarget
+
+
 class MetricsSource(Protocol):
     """A metrics backend that answers the analysis' requests."""
 
-    def read(
-        self,
-        request: MetricRequest,
-        target: VariantTarget,
-        start: datetime,
-        end: datetime,
-        resolution_seconds: float,
-    ) -> Reading:
-        """The reading of ``request`` for ``target``: at ``end`` (instant), or from ``start``
-        to ``end`` every ``resolution_seconds`` (range, counters). Raises MetricsError when the
-        backend fails, RequestError when the request cannot be put to it."""
+    def read_together(
+        self, asks: Sequence[Ask], start: datetime, end: datetime, resolution_seconds: float
+    ) -> list[Reading]:
+        """The readings of ``asks``, in their order, all of one kind (each at ``end``, or each
+        from ``start`` to ``end`` every ``resolution_seconds``: ``MetricRequest.spans_window``),
+        asked of the backend as one question where it can. Raises MetricsError when the backend
+        fails (every reading of the question fails with it), RequestError when a request cannot
+        be put to it."""
         ...
 
     def describe(self, request: MetricRequest, target: VariantTarget) -> str:
-        """The request as this source asks it (the rendered query), for messages to a person.
-        Raises RequestError as :meth:`read` would."""
+        """The request as this source asks it alone (the rendered query), for messages to a
+        person. Raises RequestError as :meth:`read_together` would."""
         ...
 
 
@@ -72,12 +82,23 @@ class Retry:
 NO_RETRY = Retry(attempts=1)
 
 
+MAX_ASKS_PER_QUESTION = 32
+"""Readings asked of the backend in one question at most: a bound on one query's size."""
+
+
 @dataclass
 class Collection:
-    """The readings of one measurement, and how many reads it took."""
+    """The readings of one measurement, and how many backend questions they took."""
 
     readings: dict[tuple[str, Variant], Reading] = field(default_factory=dict)
     queries: int = 0
+
+
+@dataclass(frozen=True)
+class _Pending:
+    ask: Ask
+    described: str
+    filed_under: list[tuple[str, Variant]]
 
 
 def collect(
@@ -89,42 +110,73 @@ def collect(
 ) -> Collection:
     """Run every request and file its reading; a temporary failure is asked again. Requests
     that differ only in what they are filed under (a criterion and a cost input reading the
-    same p99) are asked once. Raises RequestError (before anything is asked) when a request
-    cannot be put to the source."""
-    asked_as = [source.describe(r, targets[r.variant]) for r in requests]
+    same p99) are read once, and readings over the same window are asked together (see the
+    module's docstring). Raises RequestError (before anything is asked) when a request cannot
+    be put to the source."""
+    distinct: dict[tuple[MetricRequest, str], _Pending] = {}
+    for request in requests:
+        target = targets[request.variant]
+        described = source.describe(request, target)
+        key = (replace(request, criterion=""), described)
+        if key not in distinct:
+            distinct[key] = _Pending(Ask(request, target), described, [])
+        distinct[key].filed_under.append((request.criterion, request.variant))
     collection = Collection()
-    answered: dict[tuple[MetricRequest, str], Reading] = {}
-    for request, described in zip(requests, asked_as, strict=True):
-        same = (replace(request, criterion=""), described)
-        if same not in answered:
-            target = targets[request.variant]
-            answered[same] = _ask(
-                request, source, target, window, retry or Retry(), asked_as=described
-            )
-            collection.queries += 1
-        collection.readings[(request.criterion, request.variant)] = answered[same]
+    for (start, end), question in _questions(distinct.values(), window):
+        span = MeasurementWindow(start, end, window.resolution_seconds)
+        readings = _ask(question, source, span, retry or Retry())
+        collection.queries += 1
+        for pending, reading in zip(question, readings, strict=True):
+            for filed_under in pending.filed_under:
+                collection.readings[filed_under] = reading
     return collection
 
 
+def _questions(
+    pending: Iterable[_Pending], window: MeasurementWindow
+) -> list[tuple[tuple[datetime, datetime], list[_Pending]]]:
+    """The pending readings grouped into backend questions: one kind (instant or range), one
+    window, one family (the preset's metrics, or one own query), at most
+    ``MAX_ASKS_PER_QUESTION`` each."""
+    grouped: dict[Hashable, list[_Pending]] = {}
+    spans: dict[Hashable, tuple[datetime, datetime]] = {}
+    for one in pending:
+        request = one.ask.request
+        span = window.for_variant(request.variant)
+        key = (request.spans_window, span, _family(request))
+        grouped.setdefault(key, []).append(one)
+        spans[key] = span
+    return [
+        (spans[key], group[i : i + MAX_ASKS_PER_QUESTION])
+        for key, group in grouped.items()
+        for i in range(0, len(group), MAX_ASKS_PER_QUESTION)
+    ]
+
+
+def _family(request: MetricRequest) -> Hashable:
+    """What a request may be asked with: a user's own query only with its other variant."""
+    own = [m for m in (request.measure, request.requests) if isinstance(m, OwnQuery)]
+    return ("own", request.measure, request.requests) if own else "preset"
+
+
 def _ask(
-    request: MetricRequest,
+    question: Sequence[_Pending],
     source: MetricsSource,
-    target: VariantTarget,
-    window: MeasurementWindow,
+    span: MeasurementWindow,
     retry: Retry,
-    *,
-    asked_as: str,
-) -> Reading:
-    """One request's reading, asked again after a temporary failure."""
-    start, end = window.for_variant(request.variant)
+) -> list[Reading]:
+    """One question's readings over ``span``, asked again after a temporary failure; a failure
+    that stays is every reading's error."""
+    asks = [p.ask for p in question]
     delays = retry.delays()
     for asked in range(1, len(delays) + 2):
         try:
-            return source.read(request, target, start, end, window.resolution_seconds)
+            return source.read_together(asks, span.start, span.end, span.resolution_seconds)
         except MetricsError as error:
             if not error.temporary or asked > len(delays):
                 kind = "temporary" if error.temporary else "permanent"
                 tries = f" (asked {asked} times)" if asked > 1 else ""
-                return Reading(error=f"{error} [{kind}]{tries}", asked=asked_as)
+                said = f"{error} [{kind}]{tries}"
+                return [Reading(error=said, asked=p.described) for p in question]
             retry.sleep(delays[asked - 1])
     raise AssertionError("unreachable: the last attempt returns")

@@ -4,6 +4,11 @@ It owns what the engine does not know: the preset metrics' PromQL and the label 
 exporters (presets.py), the placeholders of the user's own queries, ``label_replace`` to carry a
 value and its request count in one query, and which label splits raw counters into the engine's
 parts (a histogram bound, a status class).
+
+Readings asked together are one query: each part's series get its index in the label
+``acceltrial_ask`` (``label_replace``) and the parts are joined with ``or`` (the distinct label
+keeps every series of every part), then the answer is split by that label. Prometheus evaluates
+the same expressions, in one request instead of one each.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from datetime import datetime
 
 from acceltrial.engine.analysis import Reading
 from acceltrial.engine.metrics import Measure, MetricRequest, OwnQuery, VariantTarget
-from acceltrial.providers.metrics.port import RequestError
+from acceltrial.providers.metrics.port import Ask, RequestError
 from acceltrial.providers.metrics.prometheus.client import PrometheusClient, Series
 from acceltrial.providers.metrics.prometheus.presets import (
     COUNTER_LABELS,
@@ -24,6 +29,7 @@ from acceltrial.providers.metrics.prometheus.presets import (
 )
 
 PART_LABEL = "acceltrial_part"  # tells the value and the request count apart in one query
+ASK_LABEL = "acceltrial_ask"  # tells readings asked together apart in one query
 
 
 class PrometheusReader:
@@ -36,6 +42,20 @@ class PrometheusReader:
     def describe(self, request: MetricRequest, target: VariantTarget) -> str:
         return promql(request, target, self.preset, self.interval)
 
+    def read_together(
+        self, asks: Sequence[Ask], start: datetime, end: datetime, resolution_seconds: float
+    ) -> list[Reading]:
+        queries = [self.describe(a.request, a.target) for a in asks]
+        if len(asks) == 1:
+            series = self._query(queries[0], asks[0].request, start, end, resolution_seconds)
+            return [to_reading(series, asks[0].request, asked=queries[0])]
+        answer = self._query(together(queries), asks[0].request, start, end, resolution_seconds)
+        parts = split_answer(answer, len(asks))
+        return [
+            to_reading(part, ask.request, asked=query)
+            for part, ask, query in zip(parts, asks, queries, strict=True)
+        ]
+
     def read(
         self,
         request: MetricRequest,
@@ -44,12 +64,36 @@ class PrometheusReader:
         end: datetime,
         resolution_seconds: float,
     ) -> Reading:
-        query = self.describe(request, target)
-        if request.mode == "range" or request.counters is not None:
-            series = self.client.range(query, start, end, resolution_seconds)
-        else:
-            series = self.client.instant(query, end)
-        return to_reading(series, request, asked=query)
+        """One request's reading, asked alone."""
+        return self.read_together([Ask(request, target)], start, end, resolution_seconds)[0]
+
+    def _query(
+        self,
+        query: str,
+        request: MetricRequest,
+        start: datetime,
+        end: datetime,
+        resolution_seconds: float,
+    ) -> list[Series]:
+        if request.spans_window:
+            return self.client.range(query, start, end, resolution_seconds)
+        return self.client.instant(query, end)
+
+
+def together(queries: Sequence[str]) -> str:
+    """One query answering every one of ``queries``, each series labelled with its index."""
+    return " or ".join(_labelled(query, ASK_LABEL, str(n)) for n, query in enumerate(queries))
+
+
+def split_answer(series: Sequence[Series], parts: int) -> list[list[Series]]:
+    """The answer of :func:`together` split back by query, the index label taken off."""
+    split: list[list[Series]] = [[] for _ in range(parts)]
+    for one in series:
+        index = one.labels.get(ASK_LABEL, "")
+        if index.isdigit() and int(index) < parts:
+            labels = {k: v for k, v in one.labels.items() if k != ASK_LABEL}
+            split[int(index)].append(Series(labels, one.samples))
+    return split
 
 
 def promql(request: MetricRequest, target: VariantTarget, preset: str, interval: str) -> str:
@@ -74,10 +118,12 @@ def _template(measure: Measure, target: VariantTarget, preset: str, averaged: bo
 
 
 def _with_request_count(value_query: str, requests_query: str) -> str:
-    def part(query: str, name: str) -> str:
-        return f'label_replace(({query}), "{PART_LABEL}", "{name}", "", "")'
+    value = _labelled(value_query, PART_LABEL, "value")
+    return f"{value} or {_labelled(requests_query, PART_LABEL, 'requests')}"
 
-    return f"{part(value_query, 'value')} or {part(requests_query, 'requests')}"
+
+def _labelled(query: str, label: str, value: str) -> str:
+    return f'label_replace(({query}), "{label}", "{value}", "", "")'
 
 
 def to_reading(series: Sequence[Series], request: MetricRequest, asked: str = "") -> Reading:

@@ -1,18 +1,22 @@
-"""Scale benchmark: N trials at once against one operator replica on the local sandbox.
+"""Scale benchmark: N trials at once against one operator replica on a local cluster.
 
-Starts the sandbox's API server (emulator, with its workload controllers) with a node group
-large enough for N baselines and N candidates, a stub Prometheus that answers every query with
-one series, and the operator as its own ``kopf run`` process with the default 10 s tick. It
-applies N trials (three criteria each, analysis.interval 10s so that every tick measures),
-waits until all measure, then watches for ``--seconds`` and prints:
+Starts a cluster (``--control-plane emulator``, the default: the sandbox's emulated API server
+with its workload controllers; or ``real``: etcd, kube-apiserver, the controllers and kwok,
+built by ``make control-plane``; see bench/beds.py) with a g5 and an inf2 node per trial, a stub
+Prometheus that answers every query, and the operator as its own ``kopf run`` process with the
+default 10 s tick. It applies N trials (three criteria each, analysis.interval 10s so that every
+tick measures), waits until all measure, then watches for ``--seconds`` and prints:
 
 - operator RSS at the end and CPU seconds per trial-hour over the window;
 - tick lag: how late each measurement ran against its interval (the time between a trial's two
   consecutive ``status.lastMeasurementAt`` minus the interval), p50 and p99;
 - API requests and Prometheus queries per trial per minute (the benchmark's own polling is
-  not counted).
+  not counted), and per measurement with the operator's CPU;
+- the cores the operator and each of the cluster's processes used over the window: what
+  saturated when the lag grows.
 
     .venv/bin/python -m bench.scale --trials 10 100 --seconds 120
+    .venv/bin/python -m bench.scale --trials 100 500 1000 --control-plane real
     .venv/bin/python -m bench.scale --quick          # N=10 for 40 s, as `make bench` runs it
 """
 
@@ -32,7 +36,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,58 +45,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import yaml
-from aiohttp import web
-
-import acceltrial.sandbox.cluster as sandbox_cluster
-import acceltrial.sandbox.server as sandbox_server
-from acceltrial.api.crd import render_crd
 from acceltrial.demo.cluster import TRIALS, baseline_objects
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.topology import load_topology
+from bench.beds import NAMESPACE, NAMESPACES, Bed, ControlPlane, Counter, bed
 
-NAMESPACE = "bench"
 INTERVAL_S = 10
-BENCH_AGENT = "acceltrial-bench"
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-class Counter:
-    """A thread-safe count."""
-
-    def __init__(self) -> None:
-        self.value = 0
-        self._lock = threading.Lock()
-
-    def add(self) -> None:
-        with self._lock:
-            self.value += 1
-
-
-API_REQUESTS = Counter()
 QUERIES = Counter()
-
-
-@web.middleware
-async def _count_requests(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    if request.headers.get("User-Agent") != BENCH_AGENT:
-        API_REQUESTS.add()
-    return await handler(request)
-
-
-def _counting_app(build: Callable[..., web.Application]) -> Callable[..., web.Application]:
-    def build_counting(*args: Any, **kwargs: Any) -> web.Application:
-        app = build(*args, **kwargs)
-        app.middlewares.append(_count_requests)
-        return app
-
-    return build_counting
-
-
-# The sandbox builds its app when it starts: count every request it serves.
-sandbox_cluster.build_app = _counting_app(sandbox_server.build_app)  # type: ignore[attr-defined]
 
 
 _ASK_INDEX = re.compile(r'"acceltrial_ask", "(\d+)"')
@@ -151,19 +110,6 @@ def stub_prometheus() -> Iterator[str]:
         server.shutdown()
 
 
-def topology(trials: int, folder: Path) -> Path:
-    """The default topology with a g5 and an inf2 node per trial."""
-    body = yaml.safe_load(
-        load_topology().model_dump_json(by_alias=True, exclude_none=True)  # JSON is YAML
-    )
-    for group in body["nodeGroups"]:
-        if group["name"] in ("gpu-g5", "neuron-inf2"):
-            group["count"] = trials + 1
-    path = folder / "topology.yaml"
-    path.write_text(yaml.safe_dump(body))
-    return path
-
-
 def trial(index: int, prometheus: str) -> dict[str, Any]:
     name = f"llm-{index:04d}"
     return {
@@ -203,52 +149,35 @@ class Figures:
     api_per_trial_minute: float
     queries_per_trial_minute: float
     measuring: int
+    """Trials measured at least twice in the window (the lag needs two measurements)."""
     cpu_ms_per_measurement: float
     api_per_measurement: float
     queries_per_measurement: float
-    """Trials measured at least twice in the window (the lag needs two measurements)."""
+    operator_cores: float
+    cluster_cores: dict[str, float]
+    """Cores each of the cluster's processes used over the window."""
 
 
-def run(trials: int, seconds: float, folder: Path) -> Figures:
-    with Sandbox(topology=load_topology(topology(trials, folder)), ready_delay=0.2) as sandbox:
-        _create(sandbox.url, CRDS, yaml.safe_load(render_crd()))
-        with stub_prometheus() as prometheus:
-            operator = _start_operator(sandbox.kubeconfig, folder)
-            try:
-                for index in range(trials):
-                    body = trial(index, prometheus)
-                    baseline = SimpleNamespace(replicas=1, image="vllm/vllm-openai:v0.11.0")
-                    for path, manifest in baseline_objects(body, baseline):  # type: ignore[arg-type]
-                        if path != "/api/v1/namespaces" or index == 0:
-                            _create(sandbox.url, path, manifest)
-                    _create(sandbox.url, TRIALS.format(NAMESPACE), body)
-                _wait_until_measuring(sandbox.url, trials, timeout=150 + 2 * trials)
-                return _measure(sandbox.url, operator.pid, trials, seconds)
-            finally:
-                operator.terminate()
-                try:
-                    operator.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    operator.kill()
-                    operator.wait()
-
-
-def _create(url: str, path: str, body: dict[str, Any]) -> None:
-    """POST with patience (a busy machine); a retry that finds the object made is fine."""
-    data = json.dumps(body).encode()
-    for attempt in range(3):
-        request = urllib.request.Request(url + path, data=data, method="POST", headers={
-            "Content-Type": "application/json", "User-Agent": BENCH_AGENT})  # fmt: skip
+def run(trials: int, seconds: float, folder: Path, plane: ControlPlane = "emulator") -> Figures:
+    with bed(plane, trials, folder) as cluster, stub_prometheus() as prometheus:
+        operator = _start_operator(cluster.operator_kubeconfig, folder)
         try:
-            with urllib.request.urlopen(request, timeout=60):
-                return
-        except urllib.error.HTTPError as error:
-            if error.code == 409 and attempt > 0:
-                return
-            raise
-        except TimeoutError:
-            continue
-    raise SystemExit(f"the sandbox did not answer POST {path} three times in a row")
+            for index in range(trials):
+                body = trial(index, prometheus)
+                baseline = SimpleNamespace(replicas=1, image="vllm/vllm-openai:v0.11.0")
+                for path, manifest in baseline_objects(body, baseline):  # type: ignore[arg-type]
+                    if path != NAMESPACES:
+                        cluster.create(path, manifest)
+                cluster.create(TRIALS.format(NAMESPACE), body)
+            _wait_until_measuring(cluster, trials, timeout=150 + 2 * trials)
+            return _measure(cluster, operator.pid, trials, seconds)
+        finally:
+            operator.terminate()
+            try:
+                operator.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                operator.kill()
+                operator.wait()
 
 
 def _start_operator(kubeconfig: Path, folder: Path) -> subprocess.Popen[bytes]:
@@ -263,31 +192,22 @@ def _start_operator(kubeconfig: Path, folder: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
 
 
-def _trials(url: str) -> list[dict[str, Any]]:
-    request = urllib.request.Request(
-        url + TRIALS.format(NAMESPACE), headers={"User-Agent": BENCH_AGENT}
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        items: list[dict[str, Any]] = json.load(response)["items"]
-        return items
-
-
-def _last_measured(url: str) -> dict[str, datetime]:
+def _last_measured(cluster: Bed) -> dict[str, datetime]:
     seen = {}
-    for item in _trials(url):
+    for item in cluster.trials():
         when = item.get("status", {}).get("lastMeasurementAt")
         if when:
             seen[item["metadata"]["name"]] = datetime.fromisoformat(when)
     return seen
 
 
-def _wait_until_measuring(url: str, trials: int, timeout: float) -> None:
+def _wait_until_measuring(cluster: Bed, trials: int, timeout: float) -> None:
     """Until every trial has measured once, or ``timeout``: then the figures cover those that
     did, and ``measuring`` says how many that was."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with contextlib.suppress(TimeoutError):
-            if len(_last_measured(url)) == trials:
+        with contextlib.suppress(OSError):  # a busy machine: ask again
+            if len(_last_measured(cluster)) == trials:
                 return
         time.sleep(2)
 
@@ -304,17 +224,18 @@ def _rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def _measure(url: str, pid: int, trials: int, seconds: float) -> Figures:
-    cpu, api, queries = _cpu_seconds(pid), API_REQUESTS.value, QUERIES.value
+def _measure(cluster: Bed, pid: int, trials: int, seconds: float) -> Figures:
+    cpu, api, queries = _cpu_seconds(pid), cluster.operator_requests(), QUERIES.value
+    cluster_cpu = _cluster_cpu(cluster)
     started = time.monotonic()
-    last = _last_measured(url)
+    last = _last_measured(cluster)
     lags: list[float] = []
     measured: set[str] = set()
     while time.monotonic() - started < seconds:
         time.sleep(1)
         try:
-            now_measured = _last_measured(url)
-        except TimeoutError:  # a busy machine: the next poll sees the same measurements
+            now_measured = _last_measured(cluster)
+        except OSError:  # a busy machine: the next poll sees the same measurements
             continue
         for name, when in now_measured.items():
             before = last.get(name)
@@ -323,8 +244,9 @@ def _measure(url: str, pid: int, trials: int, seconds: float) -> Figures:
                 measured.add(name)
             last[name] = when
     elapsed = time.monotonic() - started
-    spent = {"cpu": _cpu_seconds(pid) - cpu, "api": API_REQUESTS.value - api,
+    spent = {"cpu": _cpu_seconds(pid) - cpu, "api": cluster.operator_requests() - api,
              "queries": QUERIES.value - queries}  # fmt: skip
+    cluster_cores = {k: (_cluster_cpu(cluster)[k] - v) / elapsed for k, v in cluster_cpu.items()}
     per = max(1, len(lags))
     trial_minutes = trials * elapsed / 60
     lags.sort()
@@ -340,7 +262,13 @@ def _measure(url: str, pid: int, trials: int, seconds: float) -> Figures:
         cpu_ms_per_measurement=1000 * spent["cpu"] / per,
         api_per_measurement=spent["api"] / per,
         queries_per_measurement=spent["queries"] / per,
+        operator_cores=spent["cpu"] / elapsed,
+        cluster_cores=cluster_cores,
     )
+
+
+def _cluster_cpu(cluster: Bed) -> dict[str, float]:
+    return {name: _cpu_seconds(pid) for name, pid in cluster.cluster_pids.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -348,6 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--seconds", type=float, default=120, help="measured window per N")
     parser.add_argument("--quick", action="store_true", help="N=10 for 40 s")
+    parser.add_argument(
+        "--control-plane", choices=["emulator", "real"], default="emulator",
+        help="the sandbox's emulated API server, or the real one (make control-plane)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     counts, seconds = ([10], 40.0) if args.quick else (args.trials, args.seconds)
     print(f"{'trials':>6} {'RSS MiB':>8} {'CPU s/trial-h':>14} {'lag p50 s':>10} "
@@ -355,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{'measuring':>9}")  # fmt: skip
     for n in counts:
         with tempfile.TemporaryDirectory(prefix="acceltrial-scale-") as folder:
-            f = run(n, seconds, Path(folder))
+            f = run(n, seconds, Path(folder), args.control_plane)
         print(
             f"{f.trials:>6} {f.rss_mib:>8.0f} {f.cpu_s_per_trial_hour:>14.1f} "
             f"{f.lag_p50_s:>10.2f} {f.lag_p99_s:>10.2f} {f.api_per_trial_minute:>14.1f} "
@@ -364,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{f.queries_per_measurement:.1f} queries",
             flush=True,
         )
+        busy = ", ".join(f"{name} {cores:.2f}" for name, cores in f.cluster_cores.items())
+        print(f"{'':>6} cores used: operator {f.operator_cores:.2f}; {busy}", flush=True)
     return 0
 
 

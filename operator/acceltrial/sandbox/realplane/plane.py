@@ -19,9 +19,10 @@ import socket
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import yaml
 
@@ -59,6 +60,7 @@ class RealControlPlane:
         start_timeout: float = START_TIMEOUT_SECONDS,
         keep_data: bool = False,
         acceleratortrial_crd: bool = True,
+        audit_users: Sequence[str] = (),
     ) -> None:
         self.requested_port = port
         self.topology = topology if topology is not None else load_topology()
@@ -69,6 +71,9 @@ class RealControlPlane:
         self.start_timeout = start_timeout
         self.keep_data = keep_data
         self.acceleratortrial_crd = acceleratortrial_crd
+        self.audit_users = tuple(audit_users)
+        """Users whose requests the API server writes to :attr:`audit_log`, one JSON event per
+        request when its response is complete (Kubernetes' audit log, at level Metadata)."""
         self.certificates: Certificates | None = None
         self._baseline: Snapshot | None = None
         self.data_dir = Path(tempfile.mkdtemp(prefix="acceltrial-realplane-"))
@@ -81,6 +86,10 @@ class RealControlPlane:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.data_dir / "audit.log"
 
     @property
     def access(self) -> Access:
@@ -197,6 +206,19 @@ class RealControlPlane:
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",  # no kube-proxy: the kubernetes Service is moot
             "--profiling=false",
+            *self._audit_flags(),
+        ]
+
+    def _audit_flags(self) -> list[str]:
+        if not self.audit_users:
+            return []
+        policy = self.data_dir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(audit_policy(self.audit_users)))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",
         ]
 
     def _controller_manager_command(self, admin: Path, certificates: Certificates) -> list[str]:
@@ -292,6 +314,17 @@ class RealControlPlane:
         trace: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def audit_policy(users: Sequence[str]) -> dict[str, Any]:
+    """An audit policy logging each request of ``users`` once, when answered, and nothing
+    else."""
+    return {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived", "ResponseStarted"],
+        "rules": [{"level": "Metadata", "users": list(users)}, {"level": "None"}],
+    }
 
 
 def free_port() -> int:

@@ -1,0 +1,30 @@
+"""The scale benchmark runs on both local control planes and counts what one measurement costs
+(issue 19): the operator's API requests (on the real API server from its audit log, which records
+the operator's ServiceAccount alone) and its Prometheus queries, at most criteria x 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.scale import run
+
+from tests.sandbox.conftest import require_real_control_plane
+
+CRITERIA = 3  # bench.scale's trial
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plane", ["emulator", "real"])
+def test_a_measurement_costs_a_few_requests_and_two_queries(plane: str, tmp_path: Path) -> None:
+    if plane == "real":
+        require_real_control_plane()
+    figures = run(3, 25.0, tmp_path, plane)  # type: ignore[arg-type]
+    assert figures.measuring == 3, "every trial measured twice in the window"
+    assert figures.queries_per_measurement == pytest.approx(2.0, abs=0.2)
+    assert figures.queries_per_measurement <= 2 * CRITERIA
+    # Status patch, report, both variants' pods, the two Deployments, the route: counted, not
+    # the benchmark's own polling (which lists every trial each second).
+    assert 3 <= figures.api_per_measurement <= 10
+    assert figures.operator_cores < 1
+    assert figures.cluster_cores, "what the cluster's processes used is reported"

@@ -44,6 +44,7 @@ OPERATOR_ACCOUNT = "acceltrial-operator"
 OPERATOR_USER = f"system:serviceaccount:{NAMESPACE}:{OPERATOR_ACCOUNT}"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 NAMESPACES = "/api/v1/namespaces"
+MAX_GROUP_NODES = 500
 
 
 @dataclass
@@ -103,10 +104,17 @@ def topology(trials: int) -> Topology:
     body = yaml.safe_load(
         load_topology().model_dump_json(by_alias=True, exclude_none=True)  # JSON is YAML
     )
+    groups = []
     for group in body["nodeGroups"]:
-        if group["name"] in ("gpu-g5", "neuron-inf2"):
-            group["count"] = trials + 1
-    return Topology.model_validate(body)
+        if group["name"] not in ("gpu-g5", "neuron-inf2"):
+            groups.append(group)
+            continue
+        wanted = trials + 1
+        for part in range(0, wanted, MAX_GROUP_NODES):  # a topology's group holds 500 at most
+            count = min(MAX_GROUP_NODES, wanted - part)
+            name = group["name"] + (f"-{part // MAX_GROUP_NODES}" if part else "")
+            groups.append({**group, "name": name, "count": count})
+    return Topology.model_validate({**body, "nodeGroups": groups})
 
 
 @contextmanager

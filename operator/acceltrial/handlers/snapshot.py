@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from acceltrial.api.spec import TrialSpec
@@ -20,6 +19,7 @@ from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_na
 from acceltrial.engine.costing import VariantResources
 from acceltrial.engine.metrics import Variant, VariantTarget
 from acceltrial.engine.targets import baseline_pods, variant_target
+from acceltrial.handlers.lazy import lazy
 from acceltrial.kube.gateway import Kube
 from acceltrial.kube.nodes import NodeCache
 from acceltrial.providers.pricing.sources import price_sources
@@ -55,34 +55,34 @@ class TickSnapshot:
     def candidate_name(self) -> str:
         return candidate_name(self.trial)
 
-    @cached_property
+    @lazy
     def baseline(self) -> Manifest | None:
         return self.kube.deployment(self.namespace, self.baseline_name)
 
-    @cached_property
+    @lazy
     def baseline_service(self) -> Manifest | None:
         return self.kube.service(self.namespace, self.baseline_service_name)
 
-    @cached_property
+    @lazy
     def candidate(self) -> Manifest | None:
         return self.kube.deployment(self.namespace, self.candidate_name)
 
-    @cached_property
+    @lazy
     def nodes(self) -> list[Manifest]:
         """Every Node, for preflight's capacity check (a measurement reads only its pods'
         Nodes, through :data:`NODES`)."""
         return self.kube.nodes()
 
-    @cached_property
+    @lazy
     def trials(self) -> list[Manifest]:
         """The trials of the namespace (one trial per baseline)."""
         return self.kube.trials(self.namespace)
 
-    @cached_property
+    @lazy
     def autoscalers(self) -> list[Manifest]:
         return self.kube.autoscalers(self.namespace)
 
-    @cached_property
+    @lazy
     def targets(self) -> dict[Variant, VariantTarget]:
         """Each variant's pods and the instance ids of their nodes, as the queries select them."""
         selector = (self.baseline or {}).get("spec", {}).get("selector", {}).get("matchLabels")
@@ -100,7 +100,7 @@ class TickSnapshot:
                                         pods["candidate"], nodes=nodes, accelerator="neuron"),
         }  # fmt: skip
 
-    @cached_property
+    @lazy
     def resources(self) -> dict[Variant, VariantResources]:
         """What each variant's pods cost and take (prices may come from the AWS Price List)."""
         catalog, source = price_sources(self.spec.economics.pricing)

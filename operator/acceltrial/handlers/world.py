@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 
 from acceltrial.api.actions import UserAction
 from acceltrial.api.spec import TrialSpec
@@ -34,6 +33,7 @@ from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting
 from acceltrial.handlers.capacity import capacity_need, capacity_provider
 from acceltrial.handlers.executor import Executor
+from acceltrial.handlers.lazy import lazy
 from acceltrial.handlers.neuron import neuron_preflight, observe_compile
 from acceltrial.handlers.report_writer import write_report
 from acceltrial.handlers.snapshot import TickSnapshot
@@ -56,7 +56,7 @@ class TrialWorld:
     capacity_finding: CapacityFinding | None = field(default=None, init=False)
     """What the capacity provider found at this tick's preflight."""
 
-    @cached_property
+    @lazy
     def snapshot(self) -> TickSnapshot:
         return TickSnapshot(self.kube, self.spec, self.trial)
 
@@ -68,7 +68,7 @@ class TrialWorld:
     def baseline_service_name(self) -> str:
         return self.snapshot.baseline_service_name
 
-    @cached_property
+    @lazy
     def router(self) -> Router:
         snapshot = self.snapshot
         return router_for(
@@ -179,7 +179,7 @@ class TrialWorld:
         neuron_problems, neuron_waits = neuron_preflight(self.snapshot.nodes, self.spec)
         return problems + tuple(neuron_problems), waits + tuple(neuron_waits)
 
-    @cached_property
+    @lazy
     def capacity(self) -> CapacityProvider:
         """The capacity provider spec.capacity names (handlers/capacity.py)."""
         return capacity_provider(self.spec, self.kube, self.snapshot.nodes)

@@ -34,15 +34,20 @@ def on_startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: Any, **
     logging.getLogger().setLevel(config.log_level.upper())
     configure(settings)
     configure_peering(settings, config.peering_lifetime_seconds)
-    memo.kube = Kube(kubernetes_client(), timeout_seconds=config.api_timeout_seconds)
+    settings.execution.max_workers = config.workers
+    memo.kube = Kube(kubernetes_client(config.workers), timeout_seconds=config.api_timeout_seconds)
     port = serve_metrics(config.metrics_port)
     logger.info("acceltrial metrics on port %d", port)
 
 
-def kubernetes_client() -> client.ApiClient:
-    """An API client for the cluster the operator runs in, else the current kubeconfig."""
+def kubernetes_client(workers: int = 1) -> client.ApiClient:
+    """An API client for the cluster the operator runs in, else the current kubeconfig, keeping
+    a connection for each of ``workers`` threads (fewer would open a new TLS connection for a
+    request whenever all are taken)."""
+    settings = client.Configuration()
     try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        config.load_incluster_config(client_configuration=settings)  # type: ignore[no-untyped-call]
     except config.ConfigException:
-        config.load_kube_config()  # type: ignore[no-untyped-call]
-    return client.ApiClient()
+        config.load_kube_config(client_configuration=settings)  # type: ignore[no-untyped-call]
+    settings.connection_pool_maxsize = max(settings.connection_pool_maxsize or 0, workers)
+    return client.ApiClient(settings)

@@ -138,17 +138,14 @@ def _questions(
     """The pending readings grouped into backend questions: one kind (instant or range), one
     window, one family (the preset's metrics, or one own query), at most
     ``MAX_ASKS_PER_QUESTION`` each."""
-    grouped: dict[Hashable, list[_Pending]] = {}
-    spans: dict[Hashable, tuple[datetime, datetime]] = {}
+    grouped: dict[tuple[bool, tuple[datetime, datetime], Hashable], list[_Pending]] = {}
     for one in pending:
         request = one.ask.request
-        span = window.for_variant(request.variant)
-        key = (request.spans_window, span, _family(request))
+        key = (request.spans_window, window.for_variant(request.variant), _family(request))
         grouped.setdefault(key, []).append(one)
-        spans[key] = span
     return [
-        (spans[key], group[i : i + MAX_ASKS_PER_QUESTION])
-        for key, group in grouped.items()
+        (span, group[i : i + MAX_ASKS_PER_QUESTION])
+        for (_, span, _), group in grouped.items()
         for i in range(0, len(group), MAX_ASKS_PER_QUESTION)
     ]
 

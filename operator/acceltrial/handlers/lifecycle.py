@@ -40,6 +40,7 @@ from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
 from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.specs import valid_spec
+from acceltrial.handlers.trials import TrialIndex
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.capacity.nodegroup import CapacityError
@@ -52,12 +53,14 @@ TICK_SECONDS = config_from_env().tick_seconds
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=TICK_SECONDS / 2)
-def tick(body: kopf.Body, memo: kopf.Memo, retry: int = 0, **_: Any) -> None:
+def tick(body: kopf.Body, memo: kopf.Memo, retry: int = 0, **indexes: Any) -> None:
+    # kopf passes every index by its function's name (handlers/trials.py).
+    on_baselines = cast(TrialIndex, indexes["trials_by_baseline"])
     with RECONCILE_SECONDS.time():
-        _tick(body, memo, backoff_seconds(retry, TICK_SECONDS))
+        _tick(body, memo, on_baselines, backoff_seconds(retry, TICK_SECONDS))
 
 
-def _tick(body: kopf.Body, memo: kopf.Memo, delay: float) -> None:
+def _tick(body: kopf.Body, memo: kopf.Memo, on_baselines: TrialIndex, delay: float) -> None:
     recorded = body.get("status") or {}
     kube = cast(Kube, memo.kube)
     if recorded.get("phase") in TERMINAL_PHASES:
@@ -68,7 +71,8 @@ def _tick(body: kopf.Body, memo: kopf.Memo, delay: float) -> None:
     if loaded is None:
         return  # invalid: the admission handler reports it, and nothing is touched
     spec, status, trial = loaded
-    world = TrialWorld(kube, spec, trial)
+    on_baseline = on_baselines.get((trial.namespace, spec.baseline.deployment_ref.name), ())
+    world = TrialWorld(kube, spec, trial, list(on_baseline))
     action = _user_action(body)
     now = datetime.now(UTC)
     generation = int(body.meta.get("generation") or 0)

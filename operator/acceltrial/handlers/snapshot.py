@@ -67,15 +67,22 @@ class TickSnapshot:
     def candidate(self) -> Manifest | None:
         return self.kube.deployment(self.namespace, self.candidate_name)
 
+    known_trials: Sequence[Manifest] | None = None
+    """The trials on this baseline as the operator's index holds them (handlers/trials.py);
+    None: list the namespace's trials."""
+
     @lazy
     def nodes(self) -> list[Manifest]:
-        """Every Node, for preflight's capacity check (a measurement reads only its pods'
-        Nodes, through :data:`NODES`)."""
-        return self.kube.nodes()
+        """Every Node, for preflight's capacity check, listed once for the trials that ask
+        within a few seconds (a measurement reads only its pods' Nodes, through :data:`NODES`)."""
+        return self.kube.recent_nodes()
 
     @lazy
     def trials(self) -> list[Manifest]:
-        """The trials of the namespace (one trial per baseline)."""
+        """The trials on this baseline, or every trial of the namespace (one trial per
+        baseline)."""
+        if self.known_trials is not None:
+            return list(self.known_trials)
         return self.kube.trials(self.namespace)
 
     @lazy

@@ -1,7 +1,11 @@
-"""Handlers of AcceleratorTrial objects: admission of the spec, reported in status.
+"""Handlers of AcceleratorTrial objects: admission of the spec, reported in status, and the
+index of trials by baseline.
 
 An invalid spec is reported (conditions and a Warning Event) and nothing else happens; a valid
 new trial is marked Pending, and the lifecycle timer (handlers/lifecycle.py) takes it from there.
+The index (:func:`trials_by_baseline`) is how a trial's preflight finds another trial on its
+baseline: kopf keeps it from the watch it already has, where listing the namespace's trials
+in every preflight cost N trials decoded for each of N trials starting together.
 """
 
 from __future__ import annotations
@@ -18,6 +22,26 @@ from acceltrial.engine.admission import admit
 from acceltrial.handlers.metrics import ADMISSIONS
 
 _CONDITIONS = TypeAdapter(list[Condition])
+BaselineKey = tuple[str, str | None]
+"""(namespace, baseline Deployment name) of a trial."""
+TrialIndex = kopf.Index[BaselineKey, dict[str, Any]]
+
+
+@kopf.index(GROUP, VERSION, PLURAL)
+def trials_by_baseline(
+    namespace: str | None, name: str | None, uid: str | None, spec: kopf.Spec,
+    status: kopf.Status, **_: Any,
+) -> dict[BaselineKey, dict[str, Any]]:  # fmt: skip
+    """Every trial under its namespace and baseline, with what the one-trial-per-baseline rule
+    reads (engine/preflight.py ``competing_trials``): name, uid, baseline and phase."""
+    baseline = ((spec.get("baseline") or {}).get("deploymentRef") or {}).get("name")
+    return {
+        (str(namespace), baseline): {
+            "metadata": {"name": name, "uid": uid},
+            "spec": {"baseline": {"deploymentRef": {"name": baseline}}},
+            "status": {"phase": status.get("phase")},
+        }
+    }
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)

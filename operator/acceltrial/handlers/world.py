@@ -10,8 +10,10 @@ engine/report.py); the router is the one the spec names (providers/routing/regis
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from acceltrial.api.actions import UserAction
 from acceltrial.api.spec import TrialSpec
@@ -43,6 +45,8 @@ from acceltrial.providers.capacity.port import CapacityProvider
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.registry import RouterContext, router_for
 
+Manifest = dict[str, Any]
+
 
 @dataclass
 class TrialWorld:
@@ -51,6 +55,8 @@ class TrialWorld:
     kube: Kube
     spec: TrialSpec
     trial: TrialRef
+    known_trials: Sequence[Manifest] | None = None
+    """The trials on this baseline as the operator's index holds them; None: list them."""
     measured_pods: dict[Variant, int] | None = field(default=None, init=False)
     """Pods each variant had when this tick's measurement ran, before any action scaled them."""
     capacity_finding: CapacityFinding | None = field(default=None, init=False)
@@ -58,7 +64,7 @@ class TrialWorld:
 
     @lazy
     def snapshot(self) -> TickSnapshot:
-        return TickSnapshot(self.kube, self.spec, self.trial)
+        return TickSnapshot(self.kube, self.spec, self.trial, self.known_trials)
 
     @property
     def baseline_name(self) -> str:

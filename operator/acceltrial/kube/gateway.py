@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
@@ -20,6 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from acceltrial.api.trial import TRIAL_GVR
+from acceltrial.kube.nodes import NodeList
 
 Manifest = dict[str, Any]
 FIELD_MANAGER = "acceltrial"
@@ -63,6 +64,8 @@ class Kube:
 
     api: client.ApiClient
     timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+    node_list: NodeList = field(default_factory=NodeList, compare=False, repr=False)
+    """Every Node, listed once for the trials that ask within a few seconds (kube/nodes.py)."""
 
     def __post_init__(self) -> None:
         # Read back by _call from the client a method is bound to.
@@ -179,6 +182,11 @@ class Kube:
 
     def nodes(self) -> list[Manifest]:
         return list(_call(self._core.list_node).get("items") or [])
+
+    def recent_nodes(self) -> list[Manifest]:
+        """Every Node as a capacity check reads it, listed at most a few seconds ago (for any
+        trial of this process); read-only."""
+        return self.node_list.all(self)
 
     def node(self, name: str) -> Manifest | None:
         return _read(self._core.read_node, name)

@@ -1,4 +1,7 @@
-"""The Nodes a measurement's queries need, kept between ticks of every trial in the process.
+"""The Nodes the operator reads, kept between ticks of every trial in the process.
+
+:class:`NodeCache` holds the Nodes a measurement's queries need; :class:`NodeList` every Node as
+a capacity check reads it, listed once for all the trials that ask within a few seconds.
 
 A measurement needs a pod's Node only for its EC2 instance id (``spec.providerID``), which a Node
 keeps for its whole life. Listing every Node on every measurement made each tick cost grow with
@@ -21,8 +24,18 @@ KEPT = 16384
 """Nodes remembered at most (the least recently read go first)."""
 
 
+LIST_MAX_AGE_SECONDS = 5.0
+"""How long one listing of every Node answers every trial's capacity check: half a tick, so a
+Node that appears is seen by the next tick, while N trials starting together list once, not N
+times (each listing is every Node of the cluster, decoded)."""
+
+
 class NodeReader(Protocol):
     def node(self, name: str) -> Manifest | None: ...
+
+
+class NodeLister(Protocol):
+    def nodes(self) -> list[Manifest]: ...
 
 
 class NodeCache:
@@ -64,6 +77,44 @@ class NodeCache:
             while len(self._read_at) > KEPT:
                 del self._read_at[next(iter(self._read_at))]
             return kept
+
+
+class NodeList:
+    """Every Node, trimmed to what capacity and Neuron checks read (name, labels, taints,
+    allocatable and capacity), listed at most once per ``max_age_seconds``. One thread lists
+    while the others that ask wait for its answer; a failed listing is not kept."""
+
+    def __init__(
+        self,
+        max_age_seconds: float = LIST_MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_age_seconds = max_age_seconds
+        self._clock = clock
+        self._listed: tuple[float, list[Manifest]] | None = None
+        self._lock = threading.Lock()
+
+    def all(self, lister: NodeLister) -> list[Manifest]:
+        """Every Node as listed at most ``max_age_seconds`` ago (read-only: shared by trials)."""
+        with self._lock:
+            if self._listed is not None and self._clock() - self._listed[0] <= self.max_age_seconds:
+                return self._listed[1]
+            nodes = [_capacity_view(node) for node in lister.nodes()]
+            self._listed = (self._clock(), nodes)
+            return nodes
+
+
+_SPEC_READ = ("taints", "unschedulable", "providerID")
+_STATUS_READ = ("allocatable", "capacity")
+
+
+def _capacity_view(node: Manifest) -> Manifest:
+    metadata, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    return {
+        "metadata": {"name": metadata.get("name"), "labels": dict(metadata.get("labels") or {})},
+        "spec": {key: spec[key] for key in _SPEC_READ if key in spec},
+        "status": {key: status[key] for key in _STATUS_READ if key in status},
+    }
 
 
 def _identity(node: Manifest) -> Manifest:

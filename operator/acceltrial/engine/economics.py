@@ -113,7 +113,10 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     if numerator is None or numerator < 0 or not math.isfinite(numerator):
         return None
     divisor = _positive(denominator)
-    return None if divisor is None else numerator / divisor
+    if divisor is None:
+        return None
+    ratio = numerator / divisor
+    return ratio if math.isfinite(ratio) else None  # a near-zero divisor overflows
 
 
 def instance_share(per_pod: float | None, per_instance: float | None) -> float | None:

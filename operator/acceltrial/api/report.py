@@ -23,7 +23,9 @@ from acceltrial.api.status import Decision, EconomicsStatus, Phase
 
 REPORT_KEY = "report.json"
 TIMELINE_LIMIT = 720
-"""Measurements kept in the timeline (12 h at a 1 m interval); the oldest go first."""
+"""Points the timeline holds at most (12 h at a 1 m interval, 2 h at 10 s). Past it the older
+points are thinned, the newest kept as measured: the chart still spans the whole trial
+(engine/report.py ``thinned``)."""
 
 
 def report_name(trial: str) -> str:
@@ -120,6 +122,7 @@ class ControlledTest(ApiModel):
     mirrors_reached: list[int] = Field(default_factory=list)
     """The shadow steps' mirror percentages measured."""
     measurements: int = 0
+    """Measurements taken (the timeline may hold fewer points: see ``TIMELINE_LIMIT``)."""
     rollback_ready: bool = False
     """The routing as found was recorded before the first change, so it can be restored."""
 
@@ -129,6 +132,8 @@ class Compatibility(ApiModel):
     """The candidate's pods ran and served traffic."""
     healthy: bool = False
     """It stayed within the error criteria whenever it was judged."""
+    highest_error_ratio: float | None = None
+    """The candidate's highest error ratio in any measurement with traffic."""
     notes: list[str] = Field(default_factory=list)
 
 

@@ -2,7 +2,10 @@
 
 The report grows with the trial: each measurement adds a point to the timeline and refreshes the
 side-by-side figures of a variant that had traffic; the rest (decision, economics, the controlled
-test) is rewritten from the status each time, so the last write is the whole story.
+test) is rewritten from the status each time, so the last write is the whole story. The timeline
+stays bounded (:func:`thinned`); what the report says of the whole trial (measurements taken,
+weights reached, the candidate's highest error ratio) is carried from the previous report, not
+counted from the points left.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
     timeline = list(previous.timeline) if previous else []
     point = _point(inputs)
     if point is not None:
-        timeline = [*timeline, point][-TIMELINE_LIMIT:]
+        timeline = thinned([*timeline, point], TIMELINE_LIMIT)
     variants = _variants(previous, inputs)
     economics = spec.economics
     return Report(
@@ -94,13 +97,33 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         economics=status.economics,
         target_utilization=economics.target_utilization,
         migration_cost=migration_total(economics.migration_cost),
-        compatibility=with_compile_note(_compatibility(spec, status, timeline), status.compile),
+        compatibility=with_compile_note(
+            _compatibility(spec, status, point, previous), status.compile
+        ),
         compile=status.compile,
-        controlled_test=_controlled_test(spec, status, timeline),
+        controlled_test=_controlled_test(spec, status, point, previous),
         timeline=timeline,
         capacity=status.capacity,
         gitops=inputs.gitops if gitops_due(status) else None,
     )
+
+
+RECENT_POINTS = 60
+"""The newest points a thinned timeline keeps as measured."""
+
+
+def thinned(timeline: Sequence[Point], limit: int) -> list[Point]:
+    """At most ``limit`` points: past it, every other point older than the newest
+    :data:`RECENT_POINTS` goes (the first one stays), as often as needed, so the timeline spans
+    the whole trial with the latest minutes as measured."""
+    points = list(timeline)
+    recent = min(RECENT_POINTS, limit // 2)
+    while len(points) > limit:
+        older, newest = points[: len(points) - recent], points[len(points) - recent :]
+        if len(older) < 2:
+            return points[len(points) - limit :]
+        points = [*older[::2], *newest]
+    return points
 
 
 def _point(inputs: ReportInputs) -> Point | None:
@@ -240,7 +263,7 @@ def _limit(criterion: Criterion) -> CriterionLimit | None:
 
 
 def _controlled_test(
-    spec: TrialSpec, status: TrialStatus, timeline: Sequence[Point]
+    spec: TrialSpec, status: TrialStatus, point: Point | None, previous: Report | None
 ) -> ControlledTest:
     latest = _latest(status.analysis or [])
     criteria = [
@@ -255,17 +278,21 @@ def _controlled_test(
         )
         for c in spec.analysis.criteria
     ]
-    mirrored = {p.step: spec.steps[p.step - 1].mirror for p in timeline if _shadow(spec, p.step)}
-    reached = sorted({p.weight for p in timeline if p.step not in mirrored})
+    before = previous.controlled_test if previous else ControlledTest()
+    weights, mirrors = set(before.weights_reached), set(before.mirrors_reached)
+    if point is not None and _shadow(spec, point.step):
+        mirrors.add(spec.steps[point.step - 1].mirror or 0)
+    elif point is not None:
+        weights.add(point.weight)
     return ControlledTest(
         criteria_hash=status.criteria_hash,
         started_at=status.started_at,
         criteria=criteria,
         planned_mirrors=[s.mirror for s in spec.steps if s.mirror],
         planned_weights=[s.weight for s in spec.steps if s.weight],
-        weights_reached=reached,
-        mirrors_reached=sorted({m for m in mirrored.values() if m}),
-        measurements=len(timeline),
+        weights_reached=sorted(weights),
+        mirrors_reached=sorted(m for m in mirrors if m),
+        measurements=before.measurements + (point is not None),
         rollback_ready=status.original is not None,
     )
 
@@ -276,19 +303,26 @@ def _shadow(spec: TrialSpec, step: int) -> bool:
 
 
 def _compatibility(
-    spec: TrialSpec, status: TrialStatus, timeline: Sequence[Point]
+    spec: TrialSpec, status: TrialStatus, point: Point | None, previous: Report | None
 ) -> Compatibility:
-    served = [p for p in timeline if (p.candidate.get("request_rate") or 0) > 0]
+    before = previous.compatibility if previous else Compatibility()
+    served = point is not None and (point.candidate.get("request_rate") or 0) > 0
+    deployed = before.deployed or served
+    errors = [before.highest_error_ratio]
+    if point is not None and served:
+        errors.append(point.candidate.get("error_ratio") or 0)
+    worst = max((e for e in errors if e is not None), default=None)
     error_criteria = {c.name for c in spec.analysis.criteria if c.metric == "error_ratio"}
     failed = [
         r for r in status.analysis or [] if r.criterion in error_criteria and r.verdict == "Fail"
     ]
     notes = []
-    if not served:
+    if not deployed:
         notes.append("the candidate served no measured request")
     if failed:
         notes.append(f"error criterion failed: {failed[-1].reason}")
-    worst = max((p.candidate.get("error_ratio") or 0 for p in served), default=None)
     if worst is not None:
         notes.append(f"highest candidate error ratio measured: {worst:.2%}")
-    return Compatibility(deployed=bool(served), healthy=bool(served) and not failed, notes=notes)
+    return Compatibility(
+        deployed=deployed, healthy=deployed and not failed, highest_error_ratio=worst, notes=notes
+    )

@@ -31,6 +31,7 @@ from acceltrial.sandbox.controllers import Controllers
 from acceltrial.sandbox.defaults import default_builtin
 from acceltrial.sandbox.eks import SandboxEks
 from acceltrial.sandbox.kubeconfig import write_kubeconfig
+from acceltrial.sandbox.limits import refuse_oversized_data
 from acceltrial.sandbox.provisioner import Provisioner, StoreObjects, eks_sizes
 from acceltrial.sandbox.resources import Registry
 from acceltrial.sandbox.server import build_app
@@ -60,6 +61,7 @@ class Sandbox:
         self.kubeconfig = kubeconfig or Path(tempfile.mkdtemp(prefix="sandbox-")) / "kubeconfig"
         self.store = Store(Registry(), clock=clock, history=history)
         self.store.admissions.append(default_builtin)
+        self.store.admissions.append(refuse_oversized_data)
         crds.install(self.store)
         self.topology = topology if topology is not None else load_topology()
         self.ready_delay = ready_delay

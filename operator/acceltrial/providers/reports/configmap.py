@@ -3,6 +3,9 @@ garbage-collected with it, written by server-side apply under the operator's fie
 
 The report is updated on every measurement and grows with the trial (a timeline of up to 720
 points), so reading and parsing it back each time cost more than anything else a tick reads.
+The API server refuses a ConfigMap whose data pass 1 MiB, which 720 points with a dozen figures
+a variant reach: a report over :data:`REPORT_MAX_BYTES` is written with its timeline thinned
+until it fits (engine/report.py ``thinned``: the whole trial, the newest points as measured).
 The process keeps the last report it read or wrote with the ConfigMap's resourceVersion, and
 writes with that version as a precondition: a report changed by another writer (a second
 replica, a person) makes the write fail with 409 and the next load read it again."""
@@ -16,12 +19,16 @@ from typing import Any
 from acceltrial.api.report import REPORT_KEY, Report, UnreadableReport, read_report, report_name
 from acceltrial.api.trial import GROUP, KIND, VERSION
 from acceltrial.engine.candidate import TRIAL_LABEL, TrialRef
+from acceltrial.engine.report import thinned
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.reports.port import ReportChanged
 
 LOG = logging.getLogger(__name__)
 KEPT = 4096
 """Trials whose last report the process remembers (the least recently written go first)."""
+REPORT_MAX_BYTES = 768 * 1024
+"""The most ``report.json`` one write holds, below the API server's 1 MiB for a ConfigMap's data
+with room for the rest of the object."""
 _KNOWN: dict[str, tuple[str, Report | None]] = {}
 """Trial uid -> the report ConfigMap's resourceVersion and the report it holds."""
 
@@ -50,7 +57,8 @@ class ConfigMapReports:
 
     def save(self, trial: TrialRef, report: Report) -> None:
         known = _KNOWN.pop(trial.uid, None)
-        manifest = _manifest(trial, report)
+        report, text = fitted(report, REPORT_MAX_BYTES)
+        manifest = _manifest(trial, text)
         if known is not None:
             manifest["metadata"]["resourceVersion"] = known[0]
         try:
@@ -74,8 +82,23 @@ def _remember(uid: str, config_map: dict[str, Any], report: Report | None) -> No
         del _KNOWN[next(iter(_KNOWN))]
 
 
-def _manifest(trial: TrialRef, report: Report) -> dict[str, Any]:
+def fitted(report: Report, max_bytes: int) -> tuple[Report, str]:
+    """The report and its ``report.json`` text, its timeline thinned until the text is at most
+    ``max_bytes`` (or one point is left)."""
+    text = _text(report)
+    while len(text.encode()) > max_bytes and len(report.timeline) > 1:
+        fewer = thinned(report.timeline, len(report.timeline) * 3 // 4)
+        report = report.model_copy(update={"timeline": fewer})
+        text = _text(report)
+    return report, text
+
+
+def _text(report: Report) -> str:
     body = report.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(body, indent=1, sort_keys=True)
+
+
+def _manifest(trial: TrialRef, text: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -93,5 +116,5 @@ def _manifest(trial: TrialRef, report: Report) -> dict[str, Any]:
                 }
             ],
         },
-        "data": {REPORT_KEY: json.dumps(body, indent=1, sort_keys=True)},
+        "data": {REPORT_KEY: text},
     }

@@ -37,6 +37,7 @@ from acceltrial.engine.lifecycle import (
     on_delete,
 )
 from acceltrial.handlers.config import config_from_env
+from acceltrial.handlers.freshness import WrittenStatuses
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
 from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.specs import valid_spec
@@ -50,6 +51,9 @@ from acceltrial.providers.routing.port import RoutingProblem
 
 LOG = logging.getLogger(__name__)
 TICK_SECONDS = config_from_env().tick_seconds
+WRITTEN = WrittenStatuses()
+"""The last status this process wrote for each trial (handlers/freshness.py)."""
+Loaded = tuple[TrialSpec, TrialStatus, TrialRef]
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=TICK_SECONDS / 2)
@@ -61,16 +65,17 @@ def tick(body: kopf.Body, memo: kopf.Memo, retry: int = 0, **indexes: Any) -> No
 
 
 def _tick(body: kopf.Body, memo: kopf.Memo, on_baselines: TrialIndex, delay: float) -> None:
-    recorded = body.get("status") or {}
     kube = cast(Kube, memo.kube)
-    if recorded.get("phase") in TERMINAL_PHASES:
+    if _ended(body):
         # Checked before the spec is validated: an ended trial costs no CPU per tick.
-        _observe_edit(body, kube, recorded.get("observedGeneration"), delay)
+        observed = (body.get("status") or {}).get("observedGeneration")
+        _observe_edit(body, kube, observed, delay)
         return
-    loaded = _load(body)
-    if loaded is None:
-        return  # invalid: the admission handler reports it, and nothing is touched
-    spec, status, trial = loaded
+    current = _current(body, kube, delay)
+    if current is None:
+        return  # invalid (the admission handler reports it, and nothing is touched), or gone
+    body, (spec, status, trial) = current
+    recorded = body.get("status") or {}
     on_baseline = on_baselines.get((trial.namespace, spec.baseline.deployment_ref.name), ())
     world = TrialWorld(kube, spec, trial, list(on_baseline))
     action = _user_action(body)
@@ -93,10 +98,39 @@ def _tick(body: kopf.Body, memo: kopf.Memo, on_baselines: TrialIndex, delay: flo
     if observation.measurement is not None or result.status.phase != status.phase:
         _report(world, result.status, observation, now)
     cleared = any(isinstance(step, ClearUserAction) for step in result.actions)
-    _write(kube, trial, status_patch(recorded, _dump(result.status)), cleared, delay)
+    written = _dump(result.status)
+    _write(kube, trial, status_patch(recorded, written), cleared, delay)
+    WRITTEN.remember(trial.uid, written)
     _export(trial, result.status, observation)
     for event in result.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+
+
+def _ended(body: kopf.Body) -> bool:
+    return (body.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def _current(body: kopf.Body, kube: Kube, delay: float) -> tuple[kopf.Body, Loaded] | None:
+    """The trial as loaded, read afresh when kopf's copy does not hold this process's last
+    status write for it yet (handlers/freshness.py); None when invalid, gone or ended since."""
+    loaded = _load(body)
+    if loaded is None or not WRITTEN.behind(loaded[2].uid, _dump(loaded[1])):
+        return None if loaded is None else (body, loaded)
+    trial = loaded[2]
+    LOG.info("[%s/%s] kopf's copy is behind this operator's last status write; reading the "
+             "trial afresh", trial.namespace, trial.name)  # fmt: skip
+    try:
+        fresh = kube.trial(trial.namespace, trial.name)
+    except KubeError as error:
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
+    if fresh is None:
+        return None
+    WRITTEN.forget(trial.uid)  # the API server's copy is the truth from here on
+    body = kopf.Body(cast(kopf.RawBody, fresh))
+    loaded = _load(body)
+    if loaded is None or _ended(body):
+        return None
+    return body, loaded
 
 
 def _observe_edit(body: kopf.Body, kube: Kube, observed: object, delay: float) -> None:
@@ -227,7 +261,7 @@ def _export(trial: TrialRef, status: TrialStatus, observation: Observation) -> N
             ).inc()
 
 
-def _load(body: kopf.Body) -> tuple[TrialSpec, TrialStatus, TrialRef] | None:
+def _load(body: kopf.Body) -> Loaded | None:
     raw = dict(body)
     spec = valid_spec(raw)
     if spec is None:

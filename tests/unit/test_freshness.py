@@ -21,4 +21,5 @@ def test_the_least_recently_written_trials_are_forgotten_first() -> None:
     for uid in ("a", "b", "c"):
         written.remember(uid, {"phase": "Progressing"})
     assert not written.behind("a", {}), "forgotten"
-    assert written.behind("b", {}) and written.behind("c", {})
+    assert written.behind("b", {})
+    assert written.behind("c", {})

@@ -63,6 +63,7 @@ def test_a_report_too_large_for_a_config_map_is_written_with_fewer_points() -> N
     fit, text = fitted(report, REPORT_MAX_BYTES)
     assert len(text.encode()) <= REPORT_MAX_BYTES < 1024 * 1024
     assert 100 < len(fit.timeline) < TIMELINE_LIMIT
-    assert fit.timeline[0].at == T0 and fit.timeline[-1] == report.timeline[-1]
+    assert fit.timeline[0].at == T0
+    assert fit.timeline[-1] == report.timeline[-1]
     small = run(10, weight_at={}, error_at={})
     assert fitted(small, REPORT_MAX_BYTES)[0] == small, "a report that fits is unchanged"

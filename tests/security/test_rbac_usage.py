@@ -137,7 +137,7 @@ def operator_calls() -> dict[str, set[str]]:
 
 def test_the_recorder_sees_every_gateway_method_the_operator_uses() -> None:
     assert {"apply", "set_route_rules", "secret_value", "release", "scale"} <= (operator_methods())
-    assert {"trial"}.isdisjoint(operator_methods()), "CLI only"
+    assert "trial" in operator_methods(), "a tick reads its trial when kopf's copy is behind"
 
 
 def test_the_cluster_role_grants_exactly_the_calls_the_operator_makes() -> None:

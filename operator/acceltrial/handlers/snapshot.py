@@ -73,8 +73,9 @@ class TickSnapshot:
 
     @lazy
     def nodes(self) -> list[Manifest]:
-        """Every Node, for preflight's capacity check, listed once for the trials that ask
-        within a few seconds (a measurement reads only its pods' Nodes, through :data:`NODES`)."""
+        """Every Node, for preflight's capacity check, one listing shared by the trials that
+        ask while another is in flight (a measurement reads only its pods' Nodes, through
+        :data:`NODES`)."""
         return self.kube.recent_nodes()
 
     @lazy

@@ -65,7 +65,8 @@ class Kube:
     api: client.ApiClient
     timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
     node_list: NodeList = field(default_factory=NodeList, compare=False, repr=False)
-    """Every Node, listed once for the trials that ask within a few seconds (kube/nodes.py)."""
+    """Every Node, one listing shared by the trials that ask while another is in flight
+    (kube/nodes.py)."""
 
     def __post_init__(self) -> None:
         # Read back by _call from the client a method is bound to.
@@ -184,8 +185,8 @@ class Kube:
         return list(_call(self._core.list_node).get("items") or [])
 
     def recent_nodes(self) -> list[Manifest]:
-        """Every Node as a capacity check reads it, listed at most a few seconds ago (for any
-        trial of this process); read-only."""
+        """Every Node as a capacity check reads it, from a listing that started after the call
+        (shared by the trials of this process asking meanwhile); read-only."""
         return self.node_list.all(self)
 
     def node(self, name: str) -> Manifest | None:

@@ -1,7 +1,7 @@
 """The Nodes the operator reads, kept between ticks of every trial in the process.
 
 :class:`NodeCache` holds the Nodes a measurement's queries need; :class:`NodeList` every Node as
-a capacity check reads it, listed once for all the trials that ask within a few seconds.
+a capacity check reads it, one listing shared by the trials that ask while another is in flight.
 
 A measurement needs a pod's Node only for its EC2 instance id (``spec.providerID``), which a Node
 keeps for its whole life. Listing every Node on every measurement made each tick cost grow with
@@ -24,10 +24,11 @@ KEPT = 16384
 """Nodes remembered at most (the least recently read go first)."""
 
 
-LIST_MAX_AGE_SECONDS = 5.0
-"""How long one listing of every Node answers every trial's capacity check: half a tick, so a
-Node that appears is seen by the next tick, while N trials starting together list once, not N
-times (each listing is every Node of the cluster, decoded)."""
+LIST_MAX_AGE_SECONDS = 0.0
+"""How much older than the ask a shared listing may be: none. Trials that ask while a listing is
+in flight wait and share the next one, which starts after they asked; a listing from before the
+ask could still show a Node that was going away (a capacity check would then count a node group
+as up while it scales to zero)."""
 
 
 class NodeReader(Protocol):
@@ -81,8 +82,9 @@ class NodeCache:
 
 class NodeList:
     """Every Node, trimmed to what capacity and Neuron checks read (name, labels, taints,
-    allocatable and capacity), listed at most once per ``max_age_seconds``. One thread lists
-    while the others that ask wait for its answer; a failed listing is not kept."""
+    allocatable and capacity). One thread lists while the others that ask wait; they share the
+    next listing that started at most ``max_age_seconds`` before they asked (so N trials
+    starting together list about twice, not N times). A failed listing is not kept."""
 
     def __init__(
         self,
@@ -95,12 +97,15 @@ class NodeList:
         self._lock = threading.Lock()
 
     def all(self, lister: NodeLister) -> list[Manifest]:
-        """Every Node as listed at most ``max_age_seconds`` ago (read-only: shared by trials)."""
+        """Every Node from a listing that started no earlier than ``max_age_seconds`` before
+        this call (read-only: shared by trials)."""
+        asked = self._clock()
         with self._lock:
-            if self._listed is not None and self._clock() - self._listed[0] <= self.max_age_seconds:
+            if self._listed is not None and self._listed[0] >= asked - self.max_age_seconds:
                 return self._listed[1]
+            started = self._clock()
             nodes = [_capacity_view(node) for node in lister.nodes()]
-            self._listed = (self._clock(), nodes)
+            self._listed = (started, nodes)
             return nodes
 
 

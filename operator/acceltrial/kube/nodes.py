@@ -109,22 +109,21 @@ class NodeList:
             return nodes
 
 
-_SPEC_READ = ("taints", "unschedulable", "providerID")
-_STATUS_READ = ("allocatable", "capacity")
-
-
 def _capacity_view(node: Manifest) -> Manifest:
-    metadata, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
-    return {
-        "metadata": {"name": metadata.get("name"), "labels": dict(metadata.get("labels") or {})},
-        "spec": {key: spec[key] for key in _SPEC_READ if key in spec},
-        "status": {key: status[key] for key in _STATUS_READ if key in status},
-    }
+    return _trimmed(node, ("taints", "unschedulable", "providerID"), ("allocatable", "capacity"))
 
 
 def _identity(node: Manifest) -> Manifest:
-    metadata = node.get("metadata") or {}
-    return {
+    return _trimmed(node, ("providerID",), ())
+
+
+def _trimmed(node: Manifest, spec_keys: tuple[str, ...], status_keys: tuple[str, ...]) -> Manifest:
+    """The Node's name and labels, and only the given keys of its spec and status."""
+    metadata, spec, status = (node.get(k) or {} for k in ("metadata", "spec", "status"))
+    trimmed: Manifest = {
         "metadata": {"name": metadata.get("name"), "labels": dict(metadata.get("labels") or {})},
-        "spec": {"providerID": (node.get("spec") or {}).get("providerID")},
+        "spec": {key: spec[key] for key in spec_keys if key in spec},
     }
+    if status_keys:
+        trimmed["status"] = {key: status[key] for key in status_keys if key in status}
+    return trimmed

@@ -64,7 +64,7 @@ def grants(rendered: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
 
 def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, Any]]) -> None:
     assert grants(rendered) == {
-        "acceltrial.dev/acceleratortrials": {"list", "watch", "patch"},
+        "acceltrial.dev/acceleratortrials": {"get", "list", "watch", "patch"},
         "acceltrial.dev/acceleratortrials/status": {"patch"},
         "apiextensions.k8s.io/customresourcedefinitions": {"list", "watch"},
         "/namespaces": {"list", "watch"},

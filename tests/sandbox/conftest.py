@@ -190,16 +190,26 @@ ROOT_CA = "kube-root-ca.crt"  # a real cluster's controller manager puts it in e
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 
 
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """Poll ``check`` until it returns something truthy (bounded), and return that."""
+def eventually(
+    check: Callable[[], Any],
+    timeout: float = 60.0,
+    explain: Callable[[], Any] | None = None,
+) -> Any:
+    """Poll ``check`` until it returns something truthy (bounded), and return that. The pause
+    between polls grows from 20 ms to a quarter of a second: a busy poll of the real API server
+    takes the CPU its controllers need to make the condition true. ``explain`` says, on
+    failure, what the cluster looked like."""
     deadline = time.monotonic() + timeout
+    pause = 0.02
     while True:
         result = check()
         if result:
             return result
         if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout}s: last result {result!r}")
-        time.sleep(0.02)
+            seen = f"; {explain()!r}" if explain is not None else ""
+            pytest.fail(f"condition not met within {timeout}s: last result {result!r}{seen}")
+        time.sleep(pause)
+        pause = min(0.25, pause * 1.5)
 
 
 @dataclass

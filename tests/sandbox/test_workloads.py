@@ -260,12 +260,33 @@ def test_a_template_change_rolls_out_a_new_replicaset(api: Api) -> None:
         replicas = sorted((rs["spec"]["replicas"], _revision(rs)) for rs in sets)
         return replicas == [(0, "1"), (2, "2")] and bool(available(api, "web", 2))
 
-    eventually(rolled, timeout=60)
+    eventually(rolled, timeout=60, explain=lambda: rollout_state(api, "web"))
 
     def images() -> set[str]:
         return {p["spec"]["containers"][0]["image"] for p in items(api, PODS)}
 
     eventually(lambda: images() == {"nginx:2"}, timeout=60)  # old pods end within their grace
+
+
+def rollout_state(api: Api, name: str) -> dict[str, Any]:
+    """What a rollout that did not finish looked like: each ReplicaSet's desired, current and
+    available replicas, the Deployment's status, and each pod's image, phase and readiness."""
+    sets = items(api, REPLICASETS)
+    pods = items(api, PODS)
+    return {
+        "replicasets": sorted(
+            (_revision(rs), rs["spec"]["replicas"], rs.get("status", {}).get("replicas"),
+             rs.get("status", {}).get("availableReplicas"))
+            for rs in sets
+        ),
+        "deployment": api.get(f"{DEPLOYMENTS}/{name}").body.get("status"),
+        "pods": sorted(
+            (p["metadata"]["name"], p["spec"]["containers"][0]["image"],
+             p["status"].get("phase"), "deleting" if p["metadata"].get("deletionTimestamp") else "",
+             [c["status"] for c in p["status"].get("conditions", []) if c["type"] == "Ready"])
+            for p in pods
+        ),
+    }  # fmt: skip
 
 
 def _revision(replicaset: dict[str, Any]) -> str:

@@ -45,6 +45,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.demo.cluster import TRIALS, baseline_objects
 from bench.beds import NAMESPACE, NAMESPACES, Bed, ControlPlane, Counter, bed
 
@@ -202,14 +203,25 @@ def _last_measured(cluster: Bed) -> dict[str, datetime]:
 
 
 def _wait_until_measuring(cluster: Bed, trials: int, timeout: float) -> None:
-    """Until every trial has measured once, or ``timeout``: then the figures cover those that
-    did, and ``measuring`` says how many that was."""
+    """Until every trial has measured once or ended (a busy cluster fails a few in preflight:
+    they never measure), or ``timeout``: then the figures cover those that measured, and
+    ``measuring`` says how many that was."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):  # a busy machine: ask again
-            if len(_last_measured(cluster)) == trials:
+            if _settled(cluster.trials()) == trials:
                 return
         time.sleep(2)
+
+
+def _settled(items: list[dict[str, Any]]) -> int:
+    """How many trials have measured once or ended."""
+    return sum(
+        1
+        for item in items
+        if item.get("status", {}).get("lastMeasurementAt")
+        or item.get("status", {}).get("phase") in TERMINAL_PHASES
+    )
 
 
 def _cpu_seconds(pid: int) -> float:

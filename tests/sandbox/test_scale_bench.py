@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.scale import run
+from bench.scale import _settled, run
 
 from tests.sandbox.conftest import require_real_control_plane
 
@@ -28,3 +28,15 @@ def test_a_measurement_costs_a_few_requests_and_two_queries(plane: str, tmp_path
     assert 3 <= figures.api_per_measurement <= 10
     assert figures.operator_cores < 1
     assert figures.cluster_cores, "what the cluster's processes used is reported"
+
+
+def test_the_wait_for_measurements_counts_trials_that_ended_without_one() -> None:
+    """A trial a busy cluster fails in preflight never measures: the benchmark stops waiting for
+    it instead of waiting out its timeout."""
+    trials = [
+        {"status": {"lastMeasurementAt": "2026-12-05T10:00:00+00:00", "phase": "Progressing"}},
+        {"status": {"phase": "Failed"}},
+        {"status": {"phase": "Preflight"}},
+        {},
+    ]
+    assert _settled(trials) == 2

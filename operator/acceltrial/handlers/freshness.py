@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from typing import Any
+
+from acceltrial.bounded import BoundedMap
 
 KEPT = 16384
 """Trials remembered at most (the least recently written go first)."""
@@ -24,30 +25,21 @@ class WrittenStatuses:
     """The last status this process wrote for each trial, by uid, as a digest."""
 
     def __init__(self, kept: int = KEPT) -> None:
-        self._kept = kept
-        self._digests: dict[str, str] = {}
-        self._lock = threading.Lock()  # kopf runs sync handlers on several threads
+        self._digests: BoundedMap[str, str] = BoundedMap(kept)
 
     def remember(self, uid: str, status: dict[str, Any]) -> None:
         """``status`` (as dumped from the model) is what the trial holds now."""
-        digest = _digest(status)
-        with self._lock:
-            self._digests.pop(uid, None)
-            self._digests[uid] = digest
-            while len(self._digests) > self._kept:
-                del self._digests[next(iter(self._digests))]
+        self._digests.put(uid, _digest(status))
 
     def behind(self, uid: str, status: dict[str, Any]) -> bool:
         """Whether ``status`` (as dumped from the model) is not the last one written for the
         trial: kopf's copy is older than this process's own write. False for a trial this
         process has not written (just started, or another replica wrote last)."""
-        with self._lock:
-            written = self._digests.get(uid)
+        written = self._digests.get(uid)
         return written is not None and written != _digest(status)
 
     def forget(self, uid: str) -> None:
-        with self._lock:
-            self._digests.pop(uid, None)
+        self._digests.pop(uid)
 
 
 def _digest(status: dict[str, Any]) -> str:

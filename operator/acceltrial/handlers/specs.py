@@ -8,7 +8,6 @@ is kept per trial UID and generation, for a bounded number of trials.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,10 +15,12 @@ from pydantic import ValidationError
 
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.validation import validate_trial
+from acceltrial.bounded import BoundedMap
 
 KEPT = 4096
 """Trials whose result is kept: well above what one replica runs."""
-_validated: OrderedDict[tuple[str, int], TrialSpec | None] = OrderedDict()
+_validated: BoundedMap[tuple[str, int], tuple[TrialSpec | None]] = BoundedMap(KEPT)
+"""(uid, generation) -> the spec, or None for an invalid trial (in a tuple: found or not)."""
 
 
 def valid_spec(raw: Mapping[str, Any]) -> TrialSpec | None:
@@ -29,13 +30,11 @@ def valid_spec(raw: Mapping[str, Any]) -> TrialSpec | None:
     if not isinstance(uid, str) or not isinstance(generation, int):
         return _validate(raw)
     key = (uid, generation)
-    if key in _validated:
-        _validated.move_to_end(key)
-        return _validated[key]
+    known = _validated.get(key)
+    if known is not None:
+        return known[0]
     spec = _validate(raw)
-    _validated[key] = spec
-    while len(_validated) > KEPT:
-        _validated.popitem(last=False)
+    _validated.put(key, (spec,))
     return spec
 
 

@@ -18,10 +18,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from acceltrial.bounded import BoundedMap
+
 Manifest = dict[str, Any]
 MAX_AGE_SECONDS = 300.0
 KEPT = 16384
-"""Nodes remembered at most (the least recently read go first)."""
+"""Nodes remembered at most (the least recently used go first)."""
 
 
 LIST_MAX_AGE_SECONDS = 0.0
@@ -47,8 +49,7 @@ class NodeCache:
     ) -> None:
         self.max_age_seconds = max_age_seconds
         self._clock = clock
-        self._read_at: dict[str, tuple[float, Manifest]] = {}
-        self._lock = threading.Lock()  # kopf runs sync handlers on several threads
+        self._read_at: BoundedMap[str, tuple[float, Manifest]] = BoundedMap(KEPT)
 
     def named(self, reader: NodeReader, names: Iterable[str | None]) -> list[Manifest]:
         """The Nodes of ``names`` that exist, from the cache or read now."""
@@ -60,24 +61,19 @@ class NodeCache:
         return found
 
     def _fresh(self, name: str) -> Manifest | None:
-        with self._lock:
-            entry = self._read_at.get(name)
+        entry = self._read_at.get(name)
         if entry is None or self._clock() - entry[0] > self.max_age_seconds:
             return None
         return entry[1]
 
     def _read(self, reader: NodeReader, name: str) -> Manifest | None:
         node = reader.node(name)
-        with self._lock:
-            if node is None:
-                self._read_at.pop(name, None)
-                return None
-            kept = _identity(node)
-            self._read_at.pop(name, None)
-            self._read_at[name] = (self._clock(), kept)
-            while len(self._read_at) > KEPT:
-                del self._read_at[next(iter(self._read_at))]
-            return kept
+        if node is None:
+            self._read_at.pop(name)
+            return None
+        kept = _identity(node)
+        self._read_at.put(name, (self._clock(), kept))
+        return kept
 
 
 class NodeList:

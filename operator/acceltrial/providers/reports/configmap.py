@@ -18,6 +18,7 @@ from typing import Any
 
 from acceltrial.api.report import REPORT_KEY, Report, UnreadableReport, read_report, report_name
 from acceltrial.api.trial import GROUP, KIND, VERSION
+from acceltrial.bounded import BoundedMap
 from acceltrial.engine.candidate import TRIAL_LABEL, TrialRef
 from acceltrial.engine.report import thinned
 from acceltrial.kube.gateway import Kube, KubeError
@@ -29,7 +30,7 @@ KEPT = 4096
 REPORT_MAX_BYTES = 768 * 1024
 """The most ``report.json`` one write holds, below the API server's 1 MiB for a ConfigMap's data
 with room for the rest of the object."""
-_KNOWN: dict[str, tuple[str, Report | None]] = {}
+_KNOWN: BoundedMap[str, tuple[str, Report | None]] = BoundedMap(KEPT)
 """Trial uid -> the report ConfigMap's resourceVersion and the report it holds."""
 
 
@@ -56,7 +57,7 @@ class ConfigMapReports:
         return report
 
     def save(self, trial: TrialRef, report: Report) -> None:
-        known = _KNOWN.pop(trial.uid, None)
+        known = _KNOWN.pop(trial.uid)
         report, text = fitted(report, REPORT_MAX_BYTES)
         manifest = _manifest(trial, text)
         if known is not None:
@@ -76,10 +77,7 @@ def _remember(uid: str, config_map: dict[str, Any], report: Report | None) -> No
     version = (config_map.get("metadata") or {}).get("resourceVersion")
     if not version:
         return
-    _KNOWN.pop(uid, None)
-    _KNOWN[uid] = (str(version), report)
-    while len(_KNOWN) > KEPT:
-        del _KNOWN[next(iter(_KNOWN))]
+    _KNOWN.put(uid, (str(version), report))
 
 
 def fitted(report: Report, max_bytes: int) -> tuple[Report, str]:

@@ -249,23 +249,26 @@ def test_scaling_and_deletion(api: Api) -> None:
 def test_a_template_change_rolls_out_a_new_replicaset(api: Api) -> None:
     """Changing the pod template creates a new ReplicaSet (new pod-template-hash, revision 2);
     the old one is scaled to 0 once the new pods are available."""
-    api.post(DEPLOYMENTS, deployment("web", replicas=2))
-    eventually(lambda: available(api, "web", 2))
+    api.post(DEPLOYMENTS, deployment("rollout", replicas=2))
+    eventually(lambda: available(api, "rollout", 2))
 
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}}
-    api.strategic(f"{DEPLOYMENTS}/web", patch)
+    api.strategic(f"{DEPLOYMENTS}/rollout", patch)
 
     def rolled() -> bool:
         sets = items(api, REPLICASETS)
         replicas = sorted((rs["spec"]["replicas"], _revision(rs)) for rs in sets)
-        return replicas == [(0, "1"), (2, "2")] and bool(available(api, "web", 2))
+        return replicas == [(0, "1"), (2, "2")] and bool(available(api, "rollout", 2))
 
-    eventually(rolled, timeout=60, explain=lambda: rollout_state(api, "web"))
+    # kwok starts a pod in 1-6 s and reports it Ready 1-6 s later; the two new pods come one
+    # after the other (maxSurge 1, maxUnavailable 0). A name no other test uses: its
+    # ReplicaSets' names are new to the controllers.
+    eventually(rolled, timeout=120, explain=lambda: rollout_state(api, "rollout"))
 
     def images() -> set[str]:
         return {p["spec"]["containers"][0]["image"] for p in items(api, PODS)}
 
-    eventually(lambda: images() == {"nginx:2"}, timeout=60)  # old pods end within their grace
+    eventually(lambda: images() == {"nginx:2"}, timeout=90)  # old pods end within their grace
 
 
 def rollout_state(api: Api, name: str) -> dict[str, Any]:

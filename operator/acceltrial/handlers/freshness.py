@@ -18,7 +18,7 @@ from typing import Any
 from acceltrial.bounded import BoundedMap
 
 KEPT = 16384
-"""Trials remembered at most (the least recently written go first)."""
+"""Trials remembered at most (the least recently used go first)."""
 
 
 class WrittenStatuses:

@@ -26,7 +26,7 @@ from acceltrial.providers.reports.port import ReportChanged
 
 LOG = logging.getLogger(__name__)
 KEPT = 4096
-"""Trials whose last report the process remembers (the least recently written go first)."""
+"""Trials whose last report the process remembers (the least recently used go first)."""
 REPORT_MAX_BYTES = 768 * 1024
 """The most ``report.json`` one write holds, below the API server's 1 MiB for a ConfigMap's data
 with room for the rest of the object."""

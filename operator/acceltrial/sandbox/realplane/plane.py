@@ -43,7 +43,12 @@ SERVICE_CLUSTER_IP_RANGE = "10.100.0.0/16"  # EKS's default, as the emulator
 START_TIMEOUT_SECONDS = 120.0
 KWOK_JOB_STAGES = Path(__file__).resolve().parents[1] / "kwok-job-stages.yaml"
 """How a Job's pod ends (sandbox/jobs.py's annotations), beside kwok's own stages."""
-NODE_GRACE = "10m"
+NODE_GRACE = "30m"
+"""kwok's node-heartbeat-with-lease stage posts each Node's status every 600 s plus up to 610 s
+of jitter, and this kwok renews no Leases (kube-node-lease stays empty): a grace under 1,210 s
+let the node lifecycle controller mark Nodes NotReady, and their pods not Ready, 10 to 20
+minutes into a plane's life (a rollout stuck on a Running pod that was not Ready, late in the
+full test run)."""
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -228,10 +233,9 @@ class RealControlPlane:
             "--secure-port=0",
             "--leader-elect=false",
             "--controllers=*",
-            # kwok posts the heartbeats of every Node from one process: on a loaded machine it
-            # falls behind the 50 s default, and the node lifecycle controller then marks the
-            # Nodes NotReady and their pods not Ready for good. A throwaway plane has no node
-            # failures to detect quickly.
+            # kwok posts Node heartbeats rarely and renews no Leases (see NODE_GRACE): the 50 s
+            # default marks every Node NotReady, and its pods not Ready, for good. A throwaway
+            # plane has no node failures to detect quickly.
             f"--node-monitor-grace-period={NODE_GRACE}",
             f"--node-startup-grace-period={NODE_GRACE}",
             f"--service-account-private-key-file={certificates.service_account_key}",

@@ -18,6 +18,7 @@ from tests.sandbox.conftest import CONFIGMAPS, DEPLOYMENTS, Api, Backend, config
 
 pytestmark = pytest.mark.controllers
 APPLY = "application/apply-patch+yaml"
+LAST_CONFLICT: list[Any] = []
 
 
 def candidate(name: str, owner_uid: str) -> dict[str, Any]:
@@ -47,6 +48,8 @@ def gitops_apply(api: Api, name: str) -> int:
     body = {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "labels": {"app.kubernetes.io/version": "2"}}}  # fmt: skip
     reply = api.request("PATCH", f"{DEPLOYMENTS}/{name}", body, APPLY, fieldManager="argocd")
+    if reply.status == 409:  # which field, and who holds it: said when an assertion fails
+        LAST_CONFLICT[:] = [reply.body, api.get(f"{DEPLOYMENTS}/{name}").body["metadata"]]
     return reply.status
 
 
@@ -68,7 +71,9 @@ def test_a_handed_over_candidate_outlives_its_trial_and_takes_a_gitops_apply(
     assert kept["labels"]["acceltrial.dev/promoted-by"] == "t"
     managers = {(m["manager"], m["operation"]) for m in kept.get("managedFields") or []}
     assert (FIELD_MANAGER, "Apply") not in managers
-    assert gitops_apply(api, "kept") == 200, "no conflict once the operator let go"
+    LAST_CONFLICT.clear()
+    applied = gitops_apply(api, "kept")
+    assert applied == 200, f"no conflict once the operator let go: {LAST_CONFLICT}"
     assert (
         api.get(f"{DEPLOYMENTS}/kept").body["metadata"]["labels"]["app.kubernetes.io/version"]
         == "2"

@@ -35,10 +35,6 @@ class BoundedMap(Generic[K, V]):
             self._entries.move_to_end(key)
             return self._entries[key]
 
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._entries
-
     def put(self, key: K, value: V) -> None:
         """Keep ``value`` for ``key``; the least recently used entries go past ``kept``."""
         with self._lock:

@@ -14,11 +14,18 @@ from kubernetes import config
 
 from acceltrial.kube.gateway import FIELD_MANAGER, Kube
 from acceltrial.sandbox.realplane.plane import RealControlPlane
-from tests.sandbox.conftest import CONFIGMAPS, DEPLOYMENTS, Api, Backend, configmap, eventually
+from tests.sandbox.conftest import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    Api,
+    Backend,
+    Reply,
+    configmap,
+    eventually,
+)
 
 pytestmark = pytest.mark.controllers
 APPLY = "application/apply-patch+yaml"
-LAST_CONFLICT: list[Any] = []
 
 
 def candidate(name: str, owner_uid: str) -> dict[str, Any]:
@@ -43,14 +50,11 @@ def candidate(name: str, owner_uid: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def gitops_apply(api: Api, name: str) -> int:
+def gitops_apply(api: Api, name: str) -> Reply:
     """A GitOps tool applying the committed manifest with a changed label, without force."""
     body = {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "labels": {"app.kubernetes.io/version": "2"}}}  # fmt: skip
-    reply = api.request("PATCH", f"{DEPLOYMENTS}/{name}", body, APPLY, fieldManager="argocd")
-    if reply.status == 409:  # which field, and who holds it: said when an assertion fails
-        LAST_CONFLICT[:] = [reply.body, api.get(f"{DEPLOYMENTS}/{name}").body["metadata"]]
-    return reply.status
+    return api.request("PATCH", f"{DEPLOYMENTS}/{name}", body, APPLY, fieldManager="argocd")
 
 
 def test_a_handed_over_candidate_outlives_its_trial_and_takes_a_gitops_apply(
@@ -62,7 +66,8 @@ def test_a_handed_over_candidate_outlives_its_trial_and_takes_a_gitops_apply(
         kube.apply(candidate(name, owner))
     real = isinstance(cluster, RealControlPlane)
     if real:  # the emulator keeps no field ownership, so it has no conflicts to show
-        assert gitops_apply(api, "kept") == 409, "the operator owns the label before handover"
+        before = gitops_apply(api, "kept").status
+        assert before == 409, "the operator owns the label before handover"
 
     kube.release("Deployment", "default", "kept", owner, {"acceltrial.dev/promoted-by": "t"})
 
@@ -71,9 +76,10 @@ def test_a_handed_over_candidate_outlives_its_trial_and_takes_a_gitops_apply(
     assert kept["labels"]["acceltrial.dev/promoted-by"] == "t"
     managers = {(m["manager"], m["operation"]) for m in kept.get("managedFields") or []}
     assert (FIELD_MANAGER, "Apply") not in managers
-    LAST_CONFLICT.clear()
     applied = gitops_apply(api, "kept")
-    assert applied == 200, f"no conflict once the operator let go: {LAST_CONFLICT}"
+    holders = api.get(f"{DEPLOYMENTS}/kept").body["metadata"].get("managedFields")
+    # on a conflict: which field, and who holds it
+    assert applied.status == 200, f"no conflict once the operator let go: {applied.body} {holders}"
     assert (
         api.get(f"{DEPLOYMENTS}/kept").body["metadata"]["labels"]["app.kubernetes.io/version"]
         == "2"

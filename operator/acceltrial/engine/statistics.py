@@ -61,11 +61,11 @@ _UNIROOT_MAXITER = 1000  # R's uniroot() default
 _Array = npt.NDArray[np.float64]
 
 
-@lru_cache(maxsize=1)
 def _stats() -> Any:
     """``scipy.stats``, imported on first use: loading it adds about 46 MiB to the operator's
     RSS beyond ``scipy.special``, and only a criterion judged by this comparison needs it (a
-    statistical one in fixed mode, or one sequential mode cannot test as a stream)."""
+    statistical one in fixed mode, or one sequential mode cannot test as a stream). Imported
+    once: later calls find it in ``sys.modules``."""
     return importlib.import_module("scipy.stats")
 
 

@@ -29,6 +29,7 @@ from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, profile, serving
 from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane
+from tests.together import Batch, start_together, together
 
 pytestmark = pytest.mark.slow
 
@@ -152,6 +153,29 @@ def operator(operator_identity: Path, tmp_path_factory: pytest.TempPathFactory) 
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def together_batch(
+    request: pytest.FixtureRequest,
+    cluster: Backend,
+    api: Api,
+    prometheus_url: str,
+    operator: None,
+) -> Iterator[Batch]:
+    """Every test of this module drives a trial in a namespace of its own: they run at once
+    (tests/together.py), on the backend of this module's parameter."""
+    backend = "real" if isinstance(cluster, RealControlPlane) else "emulator"
+    shared = {
+        "cluster": cluster,
+        "api": api,
+        "prometheus_url": prometheus_url,
+        "operator": operator,
+    }
+    with start_together(
+        request, shared, in_group=lambda item: item.callspec.params["cluster"] == backend
+    ) as batch:
+        yield batch
 
 
 def install_baseline(api: Api, namespace: str) -> None:
@@ -278,6 +302,7 @@ def candidate_exists(api: Api, namespace: str) -> bool:
     return api.get(path).status == 200
 
 
+@together
 def test_a_good_candidate_is_promoted(api: Api, prometheus_url: str, operator: None) -> None:
     status = run_trial(api, "promote", prometheus_url)
     assert status["phase"] == "Promoted", status.get("message")
@@ -292,6 +317,7 @@ def test_a_good_candidate_is_promoted(api: Api, prometheus_url: str, operator: N
     assert {r["criterion"] for r in status["analysis"]} == {"errors", "p99-latency"}
 
 
+@together
 def test_an_erroring_candidate_is_rolled_back_exactly(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -308,6 +334,7 @@ def test_an_erroring_candidate_is_rolled_back_exactly(
     assert baseline["spec"]["replicas"] == 2, "the baseline was never touched"
 
 
+@together
 def test_a_latency_regression_is_rolled_back(api: Api, prometheus_url: str, operator: None) -> None:
     status = run_trial(api, "slow", prometheus_url)
     assert status["phase"] == "RolledBack"
@@ -318,6 +345,7 @@ def test_a_latency_regression_is_rolled_back(api: Api, prometheus_url: str, oper
     assert not candidate_exists(api, "slow")
 
 
+@together
 def test_missing_metrics_pause_and_abort_while_paused_restores(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -336,6 +364,7 @@ def test_missing_metrics_pause_and_abort_while_paused_restores(
     assert "acceltrial.dev/action" not in annotations, "an action is handled once, then cleared"
 
 
+@together
 def test_manual_promotion_waits_for_approval(api: Api, prometheus_url: str, operator: None) -> None:
     path = start(api, "manual", prometheus_url, promotion={"mode": "manual", "bakeTime": "3s"})
     status = wait_for(api, path, ("Paused",))
@@ -346,6 +375,7 @@ def test_manual_promotion_waits_for_approval(api: Api, prometheus_url: str, oper
     assert backend_refs(api, "manual")[1]["weight"] == 100
 
 
+@together
 def test_a_spec_change_after_start_is_refused(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -368,6 +398,7 @@ def test_a_spec_change_after_start_is_refused(
     assert backend_refs(api, "frozen") == [ROUTE]
 
 
+@together
 def test_deleting_a_trial_mid_step_restores_routing(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -393,6 +424,7 @@ def test_deleting_a_trial_mid_step_restores_routing(
         ),
     ],
 )
+@together
 def test_mistakes_admission_cannot_catch_fail_with_the_cause_and_change_nothing(  # noqa: PLR0917
     api: Api,
     prometheus_url: str,
@@ -416,6 +448,7 @@ def test_mistakes_admission_cannot_catch_fail_with_the_cause_and_change_nothing(
         assert backend_refs(api, namespace) == [ROUTE], "the route was never touched"
 
 
+@together
 def test_an_ended_trial_observes_an_edit_and_keeps_its_outcome(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -435,6 +468,7 @@ def test_an_ended_trial_observes_an_edit_and_keeps_its_outcome(
     assert not candidate_exists(api, "ended"), "an ended trial acts on no edit"
 
 
+@together
 def test_the_replicas_router_shares_by_pod_count_behind_the_baseline_service(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -463,6 +497,7 @@ def test_the_replicas_router_shares_by_pod_count_behind_the_baseline_service(
     assert backend_refs(api, "replicas") == [ROUTE], "the HTTPRoute is not this router's"
 
 
+@together
 def test_a_second_trial_on_the_same_baseline_is_refused(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -570,6 +605,7 @@ def apply_report_manifests(cluster: Backend, api: Api, namespace: str, folder: P
     return sorted(gitops)
 
 
+@together
 def test_deleting_a_promoted_trial_leaves_the_candidate_serving_everything(
     cluster: Backend, api: Api, prometheus_url: str, operator: None, tmp_path: Path
 ) -> None:
@@ -600,6 +636,7 @@ def test_deleting_a_promoted_trial_leaves_the_candidate_serving_everything(
     assert ready_pods(api, "handover", selector) >= 1, "its pods still serve"
 
 
+@together
 def test_deleting_while_baking_rolls_back_exactly(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -613,6 +650,7 @@ def test_deleting_while_baking_rolls_back_exactly(
     assert baseline["spec"]["replicas"] == 2, "the warm baseline was never scaled down"
 
 
+@together
 def test_deleting_a_paused_trial_rolls_back_exactly(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -625,6 +663,7 @@ def test_deleting_a_paused_trial_rolls_back_exactly(
     eventually(lambda: not candidate_exists(api, "pause-delete"), timeout=10)
 
 
+@together
 def test_deleting_a_rolled_back_trial_changes_nothing(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -639,6 +678,7 @@ def test_deleting_a_rolled_back_trial_changes_nothing(
     assert again["metadata"]["resourceVersion"] == baseline["metadata"]["resourceVersion"]
 
 
+@together
 def test_the_baselines_autoscaler_scales_the_candidate_after_promotion(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -667,6 +707,7 @@ def test_the_baselines_autoscaler_scales_the_candidate_after_promotion(
     eventually(lambda: candidate_objects(api, "hpa")[0]["spec"]["replicas"] == 3, timeout=45)
 
 
+@together
 def test_a_rollback_during_the_bake_gives_the_autoscaler_back_unchanged(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -687,6 +728,7 @@ def test_a_rollback_during_the_bake_gives_the_autoscaler_back_unchanged(
     )
 
 
+@together
 def test_a_criterion_the_baseline_cannot_answer_stops_the_trial_before_any_traffic_moves(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -720,6 +762,7 @@ def test_a_criterion_the_baseline_cannot_answer_stops_the_trial_before_any_traff
     assert not candidate_exists(api, "no-metrics"), "nothing was deployed"
 
 
+@together
 def test_acceltrial_check_finds_the_pods_in_the_cluster_as_the_operator_does(
     cluster: Backend, api: Api, prometheus_url: str, tmp_path: Path
 ) -> None:

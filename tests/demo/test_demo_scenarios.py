@@ -2,8 +2,14 @@
 end as its ``expect`` says, leave routing as the trial left it, and leave no process behind.
 
 All of them run on a busy machine (a CPU hog on one core, see ``load.py``), and the flagship
-``promote`` scenario runs ``PROMOTE_RUNS`` times (20 in CI, 3 otherwise;
+``promote`` scenario runs ``PROMOTE_RUNS`` times (10 in CI, 3 otherwise;
 ``ACCELTRIAL_PROMOTE_RUNS`` overrides it): a decision that flips with the machine's load is a bug.
+
+A demo spends most of its minute waiting for its steps, so the module starts every demo its
+selected tests need at once, at most ``DEMO_CONCURRENCY`` at a time (4;
+``ACCELTRIAL_DEMO_CONCURRENCY`` overrides it), each a process of its own with its own control
+plane, Prometheus and operator, all beside the hog; each test then waits for its own demo. The
+concurrent demos are load on one another too: the flagship's runs overlap every other scenario.
 
 In CI every scenario runs once on the real control plane (``--control-plane real``; CI fails
 when it is not built) and the flagship's repetitions on the emulator, which ``make demo`` uses
@@ -20,7 +26,9 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,33 +41,102 @@ from acceltrial.providers.pricing.catalog import bundled_catalog
 from acceltrial.sandbox.realplane.binaries import binaries_available
 from tests.cli.browser import screenshot
 from tests.conftest import REPO, TOOLS_BIN
-from tests.demo.load import Load, cpu_hog, one_minute_load
+from tests.demo.load import cpu_hog
 from tests.demo.test_scenario_files import SHIPPED
 from tests.sandbox.conftest import require_real_control_plane
 
 pytestmark = pytest.mark.slow
-# CI (.ci/run sets CI=1) runs the flagship 20 times; `make test` on a laptop 3 times.
-PROMOTE_RUNS = int(os.environ.get("ACCELTRIAL_PROMOTE_RUNS", "20" if os.environ.get("CI") else "3"))
+# CI (.ci/run sets CI=1) runs the flagship 10 times, concurrently with the other scenarios;
+# `make test` on a laptop 3 times.
+PROMOTE_RUNS = int(os.environ.get("ACCELTRIAL_PROMOTE_RUNS", "10" if os.environ.get("CI") else "3"))
+DEMO_CONCURRENCY = max(1, int(os.environ.get("ACCELTRIAL_DEMO_CONCURRENCY", "4")))
 SCENARIOS = [p.stem for p in SHIPPED]
 ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1" or bool(os.environ.get("CI"))
 ON_REAL = {"promote", "shadow-promote", "shadow-rollback"}
 """Scenarios run on the real control plane outside CI when it is built (all in CI or with
 ACCELTRIAL_E2E_REAL=1)."""
+SCENARIO_TEST = "test_the_scenario_ends_as_expected_on_a_busy_machine"
+FLAGSHIP_TEST = "test_promote_ends_promoted_every_time_on_a_busy_machine"
+CAPPED_TEST = "test_without_scaling_for_production_the_same_scenario_fails_the_bake"
 
 
-@pytest.fixture(scope="module")
-def control_plane() -> str:
+def control_plane_for(name: str) -> str:
     """real when built (always in CI, where a missing build fails); else the emulator."""
+    if not ALL_ON_REAL and name not in ON_REAL:
+        return "emulator"
     if os.environ.get("CI") or binaries_available():
-        require_real_control_plane()
         return "real"
     return "emulator"
 
 
+@dataclass(frozen=True)
+class Demo:
+    """One demo a selected test needs: ``check(scenario, folder, control_plane)``."""
+
+    check: Callable[[str, Path, str], str | None]
+    scenario: str
+    control_plane: str
+
+
+@dataclass
+class Ran:
+    """One demo process: what went wrong (None when nothing did), how long it took, the load."""
+
+    problem: str | None
+    seconds: float
+    load: str
+
+
+@dataclass
+class Demos:
+    """The demos of the selected tests, started at once and running ``DEMO_CONCURRENCY`` at a
+    time beside the CPU hog; ``ran(key)`` waits for one."""
+
+    futures: dict[str, Future[Ran]]
+
+    def ran(self, key: str) -> Ran:
+        return self.futures[key].result()
+
+
+def demos_to_run(selected: set[str]) -> dict[str, Demo]:
+    """The demos the selected tests of this module wait for, by key."""
+    work: dict[str, Demo] = {}
+    for name in SCENARIOS:
+        if f"{SCENARIO_TEST}[{name}]" in selected:
+            work[name] = Demo(run_and_check, name, control_plane_for(name))
+    if FLAGSHIP_TEST in selected:
+        for run in range(1, PROMOTE_RUNS + 1):
+            work[f"promote-run-{run}"] = Demo(run_and_check, "promote", "emulator")
+    if CAPPED_TEST in selected:
+        work["capped"] = Demo(run_capped, "scale-for-production", "emulator")
+    return work
+
+
 @pytest.fixture(scope="module")
-def busy_machine() -> Iterator[Load]:
-    with cpu_hog() as load:
-        yield load
+def demos(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Demos]:
+    selected = {item.name for item in request.session.items if item.module is request.module}
+    work = demos_to_run(selected)
+    if any(demo.control_plane == "real" for demo in work.values()):
+        require_real_control_plane()
+    root = tmp_path_factory.mktemp("demos")
+    # The longest first: the real control plane's scenarios, then the flagship's runs between.
+    order = sorted(work, key=lambda key: work[key].control_plane != "real")
+    with cpu_hog() as load, ThreadPoolExecutor(DEMO_CONCURRENCY, "demo") as pool:
+
+        def timed(key: str) -> Ran:
+            demo = work[key]
+            since, started = len(load.samples), time.monotonic()
+            problem = demo.check(demo.scenario, root / key, demo.control_plane)
+            return Ran(problem, time.monotonic() - started, load.summary(since))
+
+        futures = {key: pool.submit(timed, key) for key in order}
+        try:
+            yield Demos(futures)
+        finally:
+            for future in futures.values():
+                future.cancel()
 
 
 def alive(pid: int) -> bool:
@@ -74,59 +151,55 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_the_scenario_ends_as_expected_on_a_busy_machine(
-    name: str,
-    control_plane: str,
-    tmp_path: Path,
-    busy_machine: Load,
-    capsys: pytest.CaptureFixture[str],
+    name: str, demos: Demos, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not ALL_ON_REAL and name not in ON_REAL:
-        control_plane = "emulator"
-    since, started = len(busy_machine.samples), time.monotonic()
-    problem = run_and_check(name, tmp_path, control_plane)
+    ran = demos.ran(name)
     with capsys.disabled():
-        print(f"\n{name} ({control_plane} control plane, {time.monotonic() - started:.0f}s): "
-              f"{problem or 'ended as expected'}; {busy_machine.summary(since)}")  # fmt: skip
-    assert problem is None, problem
+        print(f"\n{name} ({control_plane_for(name)} control plane, {ran.seconds:.0f}s): "
+              f"{ran.problem or 'ended as expected'}; {ran.load}")  # fmt: skip
+    assert ran.problem is None, ran.problem
 
 
 def test_promote_ends_promoted_every_time_on_a_busy_machine(
-    tmp_path: Path, busy_machine: Load, capsys: pytest.CaptureFixture[str]
+    demos: Demos, capsys: pytest.CaptureFixture[str]
 ) -> None:
     problems: dict[int, str] = {}
-    since = len(busy_machine.samples)
     for run in range(1, PROMOTE_RUNS + 1):
-        before, started = one_minute_load(), time.monotonic()
-        problem = run_and_check("promote", tmp_path / f"run-{run}", "emulator")
+        ran = demos.ran(f"promote-run-{run}")
         with capsys.disabled():
-            print(f"\npromote run {run}/{PROMOTE_RUNS}: {problem or 'Promoted'} in "
-                  f"{time.monotonic() - started:.0f}s (load {before:.2f} -> "
-                  f"{one_minute_load():.2f})")  # fmt: skip
-        if problem is not None:
-            problems[run] = problem
+            print(f"\npromote run {run}/{PROMOTE_RUNS}: {ran.problem or 'Promoted'} in "
+                  f"{ran.seconds:.0f}s; {ran.load}")  # fmt: skip
+        if ran.problem is not None:
+            problems[run] = ran.problem
     promoted = PROMOTE_RUNS - len(problems)
     with capsys.disabled():
-        print(
-            f"\npromote: {promoted} of {PROMOTE_RUNS} runs promoted; {busy_machine.summary(since)}"
-        )
+        print(f"\npromote: {promoted} of {PROMOTE_RUNS} runs promoted, {DEMO_CONCURRENCY} demos "
+              f"at a time beside a CPU hog")  # fmt: skip
     assert not problems, problems
+
+
+def demo_command(scenario: str, result_file: Path, control_plane: str) -> list[str]:
+    return [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", scenario,
+            "--result-file", str(result_file), "--control-plane", control_plane]  # fmt: skip
+
+
+def run_demo(command: list[str]) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=420, check=False
+    )
 
 
 def run_and_check(name: str, folder: Path, control_plane: str) -> str | None:
     """Run the scenario as a user does; what went wrong, or None when all is as expected."""
     folder.mkdir(parents=True, exist_ok=True)
     result_file = folder / "result.json"
-    env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(
-        [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", name,
-         "--result-file", str(result_file), "--report-dir", str(folder / "report"),
-         "--control-plane", control_plane],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    command = demo_command(name, result_file, control_plane)
+    done = run_demo([*command, "--report-dir", str(folder / "report")])
     if done.returncode != 0 or "matched" not in done.stdout:
         return f"exit {done.returncode}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
     if shutil.which("chromium"):
-        screenshot(folder / "report" / "report.html", f"report-demo-{name}")
+        screenshot(folder / "report" / "report.html", f"report-demo-{folder.name}")
     try:
         assert_told_in_order(done.stdout)
         check_result(name, json.loads(result_file.read_text()))
@@ -200,25 +273,31 @@ def assert_report_economics_recompute(report: dict[str, Any], status: dict[str, 
     assert economics["projectedMonthlySavings"] == pytest.approx(recomputed.monthly_savings)
 
 
-def test_without_scaling_for_production_the_same_scenario_fails_the_bake(tmp_path: Path) -> None:
+def test_without_scaling_for_production_the_same_scenario_fails_the_bake(demos: Demos) -> None:
     """scale-for-production promotes because the candidate is scaled before 100%: capped at its
     single trial replica, the candidate refuses most requests once it takes them all."""
-    source = REPO / "examples" / "scenarios" / "scale-for-production.yaml"
+    ran = demos.ran("capped")
+    assert ran.problem is None, ran.problem
+
+
+def run_capped(name: str, folder: Path, control_plane: str) -> str | None:
+    """The scenario ``name`` with ``promotion.maxReplicas: 1``: it must roll back, saying why."""
+    source = REPO / "examples" / "scenarios" / f"{name}.yaml"
     scenario = yaml.safe_load(source.read_text())
     scenario["trial"]["file"] = str(source.parent / scenario["trial"]["file"])
     scenario["topology"] = str(source.parent / scenario["topology"])
     scenario["trial"]["patch"]["spec"]["promotion"] = {"maxReplicas": 1}
     scenario["expect"] = {"phase": "RolledBack", "servedBy": "baseline"}
-    capped = tmp_path / "capped.yaml"
+    folder.mkdir(parents=True, exist_ok=True)
+    capped = folder / "capped.yaml"
     capped.write_text(yaml.safe_dump(scenario))
-    result_file = tmp_path / "result.json"
-    env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(
-        [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", str(capped),
-         "--result-file", str(result_file), "--control-plane", "emulator"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    result_file = folder / "result.json"
+    done = run_demo(demo_command(str(capped), result_file, control_plane))
+    if done.returncode != 0:
+        return done.stdout[-4000:] + done.stderr[-2000:]
     status = json.loads(result_file.read_text())["status"]
-    assert status["promotion"]["replicas"] == 1
-    assert "promotion.maxReplicas (1)" in status["promotion"]["reason"]
+    if status["promotion"]["replicas"] != 1:
+        return f"promotion.replicas {status['promotion']['replicas']}, not 1"
+    if "promotion.maxReplicas (1)" not in status["promotion"]["reason"]:
+        return f"the reason does not name promotion.maxReplicas (1): {status['promotion']}"
+    return None

@@ -11,11 +11,17 @@ CRD_FILE := crds/acceltrial.dev_acceleratortrials.yaml
 CHART := charts/acceltrial
 CHART_CRD := $(CHART)/files/crds/acceltrial.dev_acceleratortrials.yaml
 PYTEST_ARGS ?=
+JUNIT_DIR ?=
+# Two tiers, every directory of tests/ in exactly one (tests/unit/test_test_tiers.py checks it):
+# the inner loop needs no cluster and no Prometheus; the rest needs the control plane built.
+FAST_TESTS := tests/unit tests/handlers tests/chart tests/security tests/hostile
+CLUSTER_TESTS := tests/cli tests/demo tests/faults tests/integration tests/kstatus tests/sandbox
 SCENARIO ?= promote
 SPEED ?= 1
 
 .PHONY: help demo demo-all prometheus setup tools lint format typecheck contracts crds verify-crds chart-lint pytest test \
-	validate-examples api-docs verify-api-docs sandbox bench bench-faults clean control-plane
+	validate-examples api-docs verify-api-docs sandbox bench bench-faults clean control-plane \
+	test-fast test-cluster
 
 help: ## List every target with what it does.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -85,12 +91,21 @@ chart-lint: tools ## Lint the Helm chart strictly and render it.
 validate-examples: $(INSTALLED) ## Validate every example trial offline.
 	$(BIN)/acceltrial validate examples/*.yaml
 
-pytest: setup ## Run the test suite (pass PYTEST_ARGS='-m "not slow"' to skip slow tests).
+pytest: setup ## Run the whole test suite in one pytest (PYTEST_ARGS='-m "not slow"' skips the slow tests).
 	@if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
 		echo "no go command: tests of the real control plane will be skipped" >&2; fi
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: lint typecheck contracts verify-crds verify-api-docs chart-lint pytest ## Everything CI checks: lint, types, contracts, CRD drift, chart, tests.
+test-fast: setup ## The inner loop (under 3 min): unit, engine, handlers, chart, security tests; no cluster, no build.
+	$(BIN)/pytest $(FAST_TESTS) $(PYTEST_ARGS) $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-fast.xml)
+
+test-cluster: setup ## The tests of a cluster, Prometheus or a demo; builds the control plane first when go is here.
+	@if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
+		echo "no go command: tests of the real control plane will be skipped" >&2; fi
+	$(BIN)/pytest $(CLUSTER_TESTS) $(PYTEST_ARGS) $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-cluster.xml)
+
+test: ## Everything CI checks: lint, types, contracts, drift, chart, then test-fast while the control plane builds, then test-cluster.
+	@scripts/test.sh
 
 sandbox: $(INSTALLED) ## Serve a local cluster on 127.0.0.1:8001 (kubeconfig: ./sandbox.kubeconfig).
 	$(BIN)/acceltrial sandbox up --port 8001 --kubeconfig sandbox.kubeconfig

@@ -1,0 +1,32 @@
+"""The Makefile's two test tiers: ``make test-fast`` (no cluster) and ``make test-cluster``
+together run every directory of tests/, each exactly once, so a new directory is never left out
+of ``make test`` (which runs both)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+
+def tier(name: str) -> list[str]:
+    makefile = (REPO / "Makefile").read_text()
+    found = re.search(rf"^{name} := (.+)$", makefile, re.MULTILINE)
+    assert found is not None, f"the Makefile defines no {name}"
+    return found.group(1).split()
+
+
+def test_every_test_directory_is_in_exactly_one_tier() -> None:
+    fast, cluster = tier("FAST_TESTS"), tier("CLUSTER_TESTS")
+    directories = sorted(
+        f"tests/{d.name}" for d in (REPO / "tests").iterdir() if any(d.glob("test_*.py"))
+    )
+    assert sorted(fast + cluster) == directories
+    assert not set(fast) & set(cluster)
+
+
+def test_make_test_runs_both_tiers_after_the_static_checks() -> None:
+    script = (REPO / "scripts" / "test.sh").read_text()
+    order = [script.index(f'"${{make[@]}}" {target}') for target in ("lint", "test-fast")]
+    order.append(script.index('"${make[@]}" test-cluster'))
+    assert order == sorted(order)

@@ -74,6 +74,7 @@ class Demo:
     """One demo a selected test needs: ``check(scenario, folder, control_plane)``."""
 
     check: Callable[[str, Path, str], str | None]
+    """What went wrong (None when nothing did); it may also raise what the test re-raises."""
     scenario: str
     control_plane: str
 
@@ -280,8 +281,9 @@ def test_without_scaling_for_production_the_same_scenario_fails_the_bake(demos: 
     assert ran.problem is None, ran.problem
 
 
-def run_capped(name: str, folder: Path, control_plane: str) -> str | None:
-    """The scenario ``name`` with ``promotion.maxReplicas: 1``: it must roll back, saying why."""
+def run_capped(name: str, folder: Path, control_plane: str) -> None:
+    """The scenario ``name`` with ``promotion.maxReplicas: 1``: it must roll back, saying why.
+    Its assertions fail the test that waits for it."""
     source = REPO / "examples" / "scenarios" / f"{name}.yaml"
     scenario = yaml.safe_load(source.read_text())
     scenario["trial"]["file"] = str(source.parent / scenario["trial"]["file"])
@@ -293,11 +295,7 @@ def run_capped(name: str, folder: Path, control_plane: str) -> str | None:
     capped.write_text(yaml.safe_dump(scenario))
     result_file = folder / "result.json"
     done = run_demo(demo_command(str(capped), result_file, control_plane))
-    if done.returncode != 0:
-        return done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     status = json.loads(result_file.read_text())["status"]
-    if status["promotion"]["replicas"] != 1:
-        return f"promotion.replicas {status['promotion']['replicas']}, not 1"
-    if "promotion.maxReplicas (1)" not in status["promotion"]["reason"]:
-        return f"the reason does not name promotion.maxReplicas (1): {status['promotion']}"
-    return None
+    assert status["promotion"]["replicas"] == 1
+    assert "promotion.maxReplicas (1)" in status["promotion"]["reason"]

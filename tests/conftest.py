@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 TOOLS_BIN = REPO / ".tools" / "bin"
+TIMINGS = os.environ.get("ACCELTRIAL_TEST_TIMINGS")
+"""A file to append each test's wall time and the machine's busy CPU time meanwhile to, one JSON
+object a line (scripts/test_durations.py reads it; docs/testing.md)."""
 
 
 def tool(name: str) -> str:
@@ -33,3 +39,29 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         counts = ", ".join(f"{where}: {count}" for where, count in sorted(tried.items()))
         total = sum(tried.values())
         terminalreporter.write_line(f"hostile input: {total} manifests tried ({counts})")
+
+
+def busy_cpu_seconds() -> float:
+    """CPU time every core of the machine has spent busy since boot (all processes, /proc/stat)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    idle = values[3] + values[4]  # idle and iowait
+    return (sum(values) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """With ACCELTRIAL_TEST_TIMINGS set: how long each test took (setup, call and teardown) and
+    how much CPU the whole machine used meanwhile; the rest of two cores' time was waiting."""
+    if not TIMINGS:
+        yield
+        return
+    started, busy = time.monotonic(), busy_cpu_seconds()
+    yield
+    record = {
+        "test": item.nodeid,
+        "seconds": round(time.monotonic() - started, 3),
+        "busy_cpu_seconds": round(busy_cpu_seconds() - busy, 3),
+        "cores": os.cpu_count(),
+    }
+    with open(TIMINGS, "a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")

@@ -35,6 +35,7 @@ from tests.integration.test_lifecycle_e2e import (
     wait_for,
 )
 from tests.sandbox.conftest import Api
+from tests.together import Batch, start_together, together
 
 pytestmark = pytest.mark.slow
 
@@ -127,6 +128,16 @@ def operator(
         process.wait(timeout=30)
 
 
+@pytest.fixture(scope="module")
+def together_batch(
+    request: pytest.FixtureRequest, api: Api, prometheus_url: str, operator: None
+) -> Iterator[Batch]:
+    """Each test drives a trial in a namespace of its own: they run at once (tests/together.py)."""
+    shared = {"api": api, "prometheus_url": prometheus_url, "operator": operator}
+    with start_together(request, shared) as batch:
+        yield batch
+
+
 def jobs(api: Api, namespace: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs").body[
         "items"
@@ -134,6 +145,7 @@ def jobs(api: Api, namespace: str) -> list[dict[str, Any]]:
     return items
 
 
+@together
 def test_a_model_too_large_for_the_instance_ends_failed_with_the_numbers(
     api: Api, operator: None
 ) -> None:
@@ -146,6 +158,7 @@ def test_a_model_too_large_for_the_instance_ends_failed_with_the_numbers(
     assert backend_refs(api, "too-large") == [ROUTE], "the route was never touched"
 
 
+@together
 def test_compiled_artifacts_missing_from_s3_end_the_trial_naming_them(
     api: Api, operator: None
 ) -> None:
@@ -157,6 +170,7 @@ def test_compiled_artifacts_missing_from_s3_end_the_trial_naming_them(
     assert backend_refs(api, "no-artifacts") == [ROUTE], "the route was never touched"
 
 
+@together
 def test_a_failing_compile_job_ends_failed_with_its_reason_and_no_candidate(
     api: Api, prometheus_url: str, operator: None
 ) -> None:
@@ -186,6 +200,7 @@ def test_a_failing_compile_job_ends_failed_with_its_reason_and_no_candidate(
     assert any("the Neuron compile Job llama3-inf2-compile failed" in note for note in notes)
 
 
+@together
 def test_a_successful_compile_lets_the_trial_run_and_its_time_is_reported(
     api: Api, prometheus_url: str, operator: None
 ) -> None:

@@ -16,6 +16,9 @@ JUNIT_DIR ?=
 # the inner loop needs no cluster and no Prometheus; the rest needs the control plane built.
 FAST_TESTS := tests/unit tests/handlers tests/chart tests/security tests/hostile
 CLUSTER_TESTS := tests/cli tests/demo tests/faults tests/integration tests/kstatus tests/sandbox
+# test-cluster runs its test files on this many pytest-xdist workers, a file to one worker: its
+# tests mostly wait (steps, scrapes, kwok's pod stages), so two files overlap their waits.
+CLUSTER_WORKERS ?= 2
 SCENARIO ?= promote
 SPEED ?= 1
 
@@ -102,7 +105,8 @@ test-fast: setup ## The inner loop (under 3 min): unit, engine, handlers, chart,
 test-cluster: setup ## The tests of a cluster, Prometheus or a demo; builds the control plane first when go is here.
 	@if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
 		echo "no go command: tests of the real control plane will be skipped" >&2; fi
-	$(BIN)/pytest $(CLUSTER_TESTS) $(PYTEST_ARGS) $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-cluster.xml)
+	$(BIN)/pytest -n $(CLUSTER_WORKERS) --dist loadfile $(CLUSTER_TESTS) $(PYTEST_ARGS) \
+		$(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-cluster.xml)
 
 test: ## Everything CI checks: lint, types, contracts, drift, chart, then test-fast while the control plane builds, then test-cluster.
 	@scripts/test.sh

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -84,11 +85,13 @@ def outputs(api: Api, namespace: str, path: str) -> str:
 def test_no_secret_value_appears_in_any_output(
     api: Api, prometheus_url: str, operator_log: Path
 ) -> None:
-    bearer = run_with(api, "leak-bearer", prometheus_url,
-                      {"bearerTokenSecretRef": {"name": "prom-token", "key": "token"}})  # fmt: skip
-    basic = run_with(
-        api, "leak-basic", prometheus_url, {"basicAuthSecretRef": {"name": "prom-basic"}}
-    )
+    # The two trials wait for their phases at once (about a minute each).
+    bearer_auth = {"bearerTokenSecretRef": {"name": "prom-token", "key": "token"}}
+    basic_auth = {"basicAuthSecretRef": {"name": "prom-basic"}}
+    with ThreadPoolExecutor(2) as pool:
+        bearer_run = pool.submit(run_with, api, "leak-bearer", prometheus_url, bearer_auth)
+        basic_run = pool.submit(run_with, api, "leak-basic", prometheus_url, basic_auth)
+        bearer, basic = bearer_run.result(), basic_run.result()
     texts = {
         "leak-bearer": outputs(api, "leak-bearer", bearer),
         "leak-basic": outputs(api, "leak-basic", basic),

@@ -107,10 +107,10 @@ def test_deleting_a_namespace_deletes_its_objects(api: Api) -> None:
 def garbage_collector_caught_up(api: Api, name: str) -> None:
     """Return once the garbage collector has seen every ConfigMap written before this call.
 
-    The collector learns of dependents from its own watch; on a loaded machine it lags, and a
-    foreground deletion it handles before it has seen the dependents finds none and deletes the
-    owner at once (seen under load in the full suite). Its ConfigMap events arrive in order, so
-    once it has collected a probe written after them, it has seen them too."""
+    The collector learns of dependents from its own watch; a foreground deletion it handles
+    before it has seen them finds none to wait for and deletes the owner at once. Its ConfigMap
+    events arrive in order, so once it has collected a probe written after them, it has seen
+    them too."""
     probe = api.post(CONFIGMAPS, configmap(f"{name}-probe-owner")).body
     api.post(CONFIGMAPS, owned(f"{name}-probe", probe))
     api.delete(f"{CONFIGMAPS}/{name}-probe-owner")
@@ -121,9 +121,12 @@ def test_foreground_deletion_waits_for_the_dependents(api: Api) -> None:
     """Foreground cascading deletion (kubernetes.io "Garbage Collection"): the owner enters
     deletion in progress (deletionTimestamp and the foregroundDeletion finalizer) and is
     deleted only after the garbage collector has deleted its dependents, here one held back
-    by its own finalizer."""
+    by its own finalizer. Only a dependent whose ownerReference sets blockOwnerDeletion holds
+    the owner back (the same page); without it the real collector deletes the owner as soon as
+    it has handled it, which a loaded machine showed."""
     owner = api.post(CONFIGMAPS, configmap("owner")).body
     held = owned("held", owner)
+    held["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = True
     held["metadata"]["finalizers"] = ["example.com/hold"]
     api.post(CONFIGMAPS, held)
     api.post(CONFIGMAPS, owned("free", owner))
@@ -135,6 +138,8 @@ def test_foreground_deletion_waits_for_the_dependents(api: Api) -> None:
     assert waiting["metadata"]["deletionTimestamp"]
     assert waiting["metadata"]["finalizers"] == ["foregroundDeletion"]
     eventually(lambda: api.get(f"{CONFIGMAPS}/free").status == 404)
+    still = api.get(f"{CONFIGMAPS}/owner").body
+    assert still["metadata"]["finalizers"] == ["foregroundDeletion"], "held back by held"
     api.merge(f"{CONFIGMAPS}/held", {"metadata": {"finalizers": None}})
     eventually(lambda: api.get(f"{CONFIGMAPS}/owner").status == 404)
     assert api.get(f"{CONFIGMAPS}/held").status == 404

@@ -16,6 +16,11 @@ JUNIT_DIR ?=
 # the inner loop needs no cluster and no Prometheus; the rest needs the control plane built.
 FAST_TESTS := tests/unit tests/handlers tests/chart tests/security tests/hostile
 CLUSTER_TESTS := tests/cli tests/demo tests/faults tests/integration tests/kstatus tests/sandbox
+# Build the control plane where go is (always in CI, where its absence fails the build).
+define control_plane_if_go
+@if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
+	echo "no go command: tests of the real control plane will be skipped" >&2; fi
+endef
 # test-cluster runs its test files on this many pytest-xdist workers, a file to one worker: its
 # tests mostly wait (steps, scrapes, kwok's pod stages), so two files overlap their waits.
 CLUSTER_WORKERS ?= 2
@@ -95,16 +100,14 @@ validate-examples: $(INSTALLED) ## Validate every example trial offline.
 	$(BIN)/acceltrial validate examples/*.yaml
 
 pytest: setup ## Run the whole test suite in one pytest (PYTEST_ARGS='-m "not slow"' skips the slow tests).
-	@if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
-		echo "no go command: tests of the real control plane will be skipped" >&2; fi
+	$(control_plane_if_go)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-fast: setup ## The inner loop (under 3 min): unit, engine, handlers, chart, security tests; no cluster, no build.
 	$(BIN)/pytest $(FAST_TESTS) $(PYTEST_ARGS) $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-fast.xml)
 
 test-cluster: setup ## The tests of a cluster, Prometheus or a demo; builds the control plane first when go is here.
-	@if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
-		echo "no go command: tests of the real control plane will be skipped" >&2; fi
+	$(control_plane_if_go)
 	$(BIN)/pytest -n $(CLUSTER_WORKERS) --dist loadfile $(CLUSTER_TESTS) $(PYTEST_ARGS) \
 		$(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-cluster.xml)
 

@@ -88,15 +88,8 @@ class Ran:
     load: str
 
 
-@dataclass
-class Demos:
-    """The demos of the selected tests, started at once and running ``DEMO_CONCURRENCY`` at a
-    time beside the CPU hog; ``ran(key)`` waits for one."""
-
-    futures: dict[str, Future[Ran]]
-
-    def ran(self, key: str) -> Ran:
-        return self.futures[key].result()
+Demos = dict[str, Future[Ran]]
+"""The selected tests' demos by key, started at once; each test waits for its own."""
 
 
 def demos_to_run(selected: set[str]) -> dict[str, Demo]:
@@ -124,6 +117,7 @@ def demos(
     root = tmp_path_factory.mktemp("demos")
     # The longest first: the real control plane's scenarios, then the flagship's runs between.
     order = sorted(work, key=lambda key: work[key].control_plane != "real")
+    # Started at once, DEMO_CONCURRENCY at a time beside the CPU hog; each test waits for its own.
     with cpu_hog() as load, ThreadPoolExecutor(DEMO_CONCURRENCY, "demo") as pool:
 
         def timed(key: str) -> Ran:
@@ -134,7 +128,7 @@ def demos(
 
         futures = {key: pool.submit(timed, key) for key in order}
         try:
-            yield Demos(futures)
+            yield futures
         finally:
             for future in futures.values():
                 future.cancel()
@@ -154,7 +148,7 @@ def alive(pid: int) -> bool:
 def test_the_scenario_ends_as_expected_on_a_busy_machine(
     name: str, demos: Demos, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ran = demos.ran(name)
+    ran = demos[name].result()
     with capsys.disabled():
         print(f"\n{name} ({control_plane_for(name)} control plane, {ran.seconds:.0f}s): "
               f"{ran.problem or 'ended as expected'}; {ran.load}")  # fmt: skip
@@ -166,7 +160,7 @@ def test_promote_ends_promoted_every_time_on_a_busy_machine(
 ) -> None:
     problems: dict[int, str] = {}
     for run in range(1, PROMOTE_RUNS + 1):
-        ran = demos.ran(f"promote-run-{run}")
+        ran = demos[f"promote-run-{run}"].result()
         with capsys.disabled():
             print(f"\npromote run {run}/{PROMOTE_RUNS}: {ran.problem or 'Promoted'} in "
                   f"{ran.seconds:.0f}s; {ran.load}")  # fmt: skip
@@ -277,7 +271,7 @@ def assert_report_economics_recompute(report: dict[str, Any], status: dict[str, 
 def test_without_scaling_for_production_the_same_scenario_fails_the_bake(demos: Demos) -> None:
     """scale-for-production promotes because the candidate is scaled before 100%: capped at its
     single trial replica, the candidate refuses most requests once it takes them all."""
-    ran = demos.ran("capped")
+    ran = demos["capped"].result()
     assert ran.problem is None, ran.problem
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,19 +20,30 @@ from tests.integration.prometheus_server import create_blocks, running_prometheu
 HISTORY_SECONDS = 3600
 
 
+def recent_history_end() -> datetime:
+    """Whole minutes, a little in the past: queries use explicit times, so results never drift."""
+    return datetime.fromtimestamp((int(time.time()) // 60 - 2) * 60, tz=UTC)
+
+
+@contextlib.contextmanager
+def history_prometheus(tmp_path_factory: pytest.TempPathFactory, end: datetime) -> Iterator[str]:
+    """A real Prometheus holding the prepared histories up to ``end``; its URL."""
+    data = tmp_path_factory.mktemp("prometheus") / "data"
+    create_blocks(openmetrics(int(end.timestamp()), HISTORY_SECONDS), data)
+    with running_prometheus(data) as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def history_end() -> datetime:
-    # Whole minutes, a little in the past: queries use explicit times, so results never drift.
-    return datetime.fromtimestamp((int(time.time()) // 60 - 2) * 60, tz=UTC)
+    return recent_history_end()
 
 
 @pytest.fixture(scope="session")
 def prometheus_url(
     tmp_path_factory: pytest.TempPathFactory, history_end: datetime
 ) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("prometheus") / "data"
-    create_blocks(openmetrics(int(history_end.timestamp()), HISTORY_SECONDS), data)
-    with running_prometheus(data) as url:
+    with history_prometheus(tmp_path_factory, history_end) as url:
         yield url
 
 

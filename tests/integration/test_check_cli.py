@@ -6,18 +6,15 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.integration.conftest import HISTORY_SECONDS
-from tests.integration.histories import openmetrics
-from tests.integration.prometheus_server import create_blocks, running_prometheus
+from tests.integration.conftest import history_prometheus, recent_history_end
 
 TRIAL = yaml.safe_load((REPO / "examples" / "scenarios" / "trial.yaml").read_text())
 
@@ -27,16 +24,14 @@ def history_end() -> datetime:
     """This module's own: `acceltrial check` asks Prometheus about now, so its histories must end
     a couple of minutes before this module runs, however late in the session that is (the
     session's histories end when the session's first test needed them)."""
-    return datetime.fromtimestamp((int(time.time()) // 60 - 2) * 60, tz=UTC)
+    return recent_history_end()
 
 
 @pytest.fixture(scope="module")
 def prometheus_url(
     tmp_path_factory: pytest.TempPathFactory, history_end: datetime
 ) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("prometheus") / "data"
-    create_blocks(openmetrics(int(history_end.timestamp()), HISTORY_SECONDS), data)
-    with running_prometheus(data) as url:
+    with history_prometheus(tmp_path_factory, history_end) as url:
         yield url
 
 

@@ -22,6 +22,7 @@ OLD: dict[str, Any] = {
         "inconclusive": 3,
         "consecutiveErrors": 0,
         "passes": 1,
+        "thin": 0,
         "lastOutcome": "Inconclusive",
     },
     "message": "too many inconclusive measurements",
@@ -36,6 +37,7 @@ NEW: dict[str, Any] = {
         "inconclusive": 0,
         "consecutiveErrors": 0,
         "passes": 1,
+        "thin": 0,
     },
     "message": "resumed by a person",
 }

@@ -17,6 +17,7 @@ from acceltrial.engine.analysis import (
     round_outcome,
     tally,
 )
+from acceltrial.engine.weighing import judge_window
 
 NAN, INF = float("nan"), float("inf")
 
@@ -63,10 +64,10 @@ CASES = [
     ),
     (ABSOLUTE_MAX, None, Reading(error="HTTP 400: bad_data"), "Inconclusive", "query failed"),
     (RELATIVE, None, one(0.5), "Inconclusive", "the baseline was not measured"),
-    ({**ABSOLUTE_MAX, "minRequests": 100}, None, one(0.001, 99), "Inconclusive", "served 99"),
+    ({**ABSOLUTE_MAX, "minRequests": 100}, None, one(0.001, 99), "Inconclusive", "thin: 99 of"),
     ({**ABSOLUTE_MAX, "minRequests": 100}, None, one(0.001, 100), "Pass", "within"),
     ({**ABSOLUTE_MAX, "minRequests": 100}, None, one(0.001), "Inconclusive", "request count"),
-    ({**RELATIVE, "minRequests": 10}, one(0.5, 5), one(0.5, 50), "Inconclusive", "baseline served"),
+    ({**RELATIVE, "minRequests": 10}, one(0.5, 5), one(0.5, 50), "Inconclusive", "baseline's 5"),
     (
         {"metric": "cost_per_million_tokens", "relative": {"max": 0.8}},
         None,
@@ -89,7 +90,7 @@ def test_judge(
     verdict: str,
     reason: str,
 ) -> None:
-    judgement = judge(criterion(**fields), baseline, candidate)
+    judgement = judge_window(criterion(**fields), baseline, candidate)
     assert judgement.verdict == verdict
     assert reason in judgement.reason
 

@@ -33,9 +33,11 @@ from acceltrial.engine.costing import (
     cost_figures,
     economics_status,
     judge_cost_criterion,
+    requests_served,
 )
 from acceltrial.engine.economics import cost_criterion_values
 from acceltrial.engine.metrics import Variant
+from acceltrial.engine.weighing import weigh
 from tests.unit.test_costing import RESOURCES, TARGETS
 
 TOKENS_PER_REQUEST = 150
@@ -137,14 +139,18 @@ def test_a_window_with_too_few_scrapes_is_inconclusive_never_fail() -> None:
     assert "fewer than the 2 the criterion needs (minSamples)" in judged.reason
 
 
-def test_a_window_with_fewer_requests_than_min_requests_is_inconclusive() -> None:
+def test_a_window_with_fewer_requests_than_min_requests_is_thin() -> None:
     strict = CRITERION.model_copy(update={"min_requests": 10.0, "min_samples": 3})
     measured = readings(baseline=served(6, 0.37875), candidate=served(6, 0.33, requests=5))
-    judged = judge_cost_criterion(
-        strict, measured, figures(measured, False), step_3_window(4.9), None
+    judged = weigh(
+        judge_cost_criterion(strict, measured, figures(measured, False), step_3_window(4.9), None),
+        strict,
+        requests_served(measured, "candidate"),
+        0.01,
     )
     assert judged.verdict == "Inconclusive"
-    assert "the candidate served 5 requests in the window, fewer than minRequests 10" in (
+    assert judged.thin
+    assert "thin: 5 of the candidate's requests in the window; minRequests asks for 10" in (
         judged.reason
     )
     two_scrapes = readings(baseline=served(6, 0.37875, scrapes=2), candidate=served(6, 0.33))

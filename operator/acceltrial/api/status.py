@@ -126,6 +126,19 @@ class SampleCounts(ApiModel):
     """Samples of the candidate."""
 
 
+class RequestCounts(ApiModel):
+    """The requests a measurement of one criterion rests on."""
+
+    candidate: float = Field(ge=0)
+    """The candidate's requests in the window."""
+    baseline: float | None = Field(default=None, ge=0)
+    """The baseline's requests in the window, when a relative criterion read them."""
+    candidate_errors: float | None = Field(default=None, ge=0)
+    """The candidate's failed requests among them (error-ratio criteria)."""
+    spans_step: bool = False
+    """The counts span the step so far (a sequential test), not one analysis interval."""
+
+
 class CriterionResult(ApiModel):
     """One measurement of one criterion."""
 
@@ -145,6 +158,10 @@ class CriterionResult(ApiModel):
     """candidate / baseline, for relative criteria."""
     samples: SampleCounts = SampleCounts()
     """Samples behind the values."""
+    requests: RequestCounts | None = None
+    """Requests behind the values, when the criterion's requests could be counted."""
+    thin: bool = False
+    """The window held fewer requests than the criterion needs: neither pass nor fail."""
     reason: str = Field(max_length=1024)
     """One sentence a person can read."""
     at: datetime
@@ -164,8 +181,33 @@ class AnalysisCounts(ApiModel):
     """Measurement errors in a row."""
     passes: int = Field(default=0, ge=0)
     """Passing measurements in this step."""
-    last_outcome: Literal["Pass", "Fail", "Inconclusive", "Error"] | None = None
-    """Outcome of the latest measurement of this step; a step advances only after a Pass."""
+    thin: int = Field(default=0, ge=0)
+    """Measurements in this step on too few requests to pass or fail (not inconclusive)."""
+    last_outcome: Literal["Pass", "Fail", "Inconclusive", "Error", "Thin"] | None = None
+    """Outcome of the latest measurement of this step; a step advances only after a Pass, or a
+    Thin one (no harm seen on the few requests it had)."""
+
+
+class CriterionEvidence(ApiModel):
+    """The requests one criterion was judged on in one step (0: the bake), summed over its
+    measurements: what the promotion's evidence is counted from."""
+
+    criterion: DnsLabel
+    """Name of the criterion."""
+    step: int = Field(ge=0)
+    """The step (1-based); 0 for the bake."""
+    weight: int = Field(ge=0, le=100)
+    """The candidate's share of traffic in that step."""
+    windows: int = Field(default=0, ge=0)
+    """Measurements of the criterion in the step."""
+    thin_windows: int = Field(default=0, ge=0)
+    """Of them, windows with fewer requests than the criterion needs."""
+    candidate_requests: float = Field(default=0, ge=0)
+    """The candidate's requests the criterion was judged on in the step."""
+    baseline_requests: float | None = Field(default=None, ge=0)
+    """The baseline's, when read."""
+    candidate_errors: float | None = Field(default=None, ge=0)
+    """The candidate's failed requests among them (error-ratio criteria)."""
 
 
 class VariantEconomics(ApiModel):
@@ -273,6 +315,8 @@ class TrialStatus(ApiModel):
     """The most recent measurements, newest last."""
     counts: AnalysisCounts | None = None
     """Tallies of the current step against the analysis limits."""
+    evidence: list[CriterionEvidence] | None = Field(default=None, max_length=1024)
+    """Per criterion and step, the requests it was judged on: the promotion needs enough."""
     economics: EconomicsStatus | None = None
     """Cost comparison summary."""
     decision: Decision | None = None

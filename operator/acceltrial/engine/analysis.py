@@ -22,6 +22,7 @@ from typing import Literal
 
 from acceltrial.api.spec import AnalysisSpec, Criterion
 from acceltrial.api.status import AnalysisCounts, Verdict
+from acceltrial.engine.evidence import need_of
 from acceltrial.engine.metrics import (
     COST_METRICS,
     REQUESTS_METRIC,
@@ -30,6 +31,7 @@ from acceltrial.engine.metrics import (
     OwnQuery,
     PresetMetric,
     Variant,
+    offers,
 )
 from acceltrial.engine.sequential import (
     SequentialCheck,
@@ -42,7 +44,7 @@ from acceltrial.engine.sequential import (
 from acceltrial.engine.statistics import Comparison, compare
 
 STATISTICAL_MIN_SAMPLES = 10
-RoundOutcome = Literal["Pass", "Fail", "Inconclusive", "Error"]
+RoundOutcome = Literal["Pass", "Fail", "Inconclusive", "Error", "Thin"]
 StepStatus = Literal["Running", "Failed", "Errored", "Inconclusive"]
 
 
@@ -97,6 +99,15 @@ class Judgement:
     candidate_samples: int = 0
     errored: bool = False
     comparison: Comparison | None = None
+    candidate_requests: float | None = None
+    """The candidate's requests the verdict rests on, when counted."""
+    baseline_requests: float | None = None
+    candidate_errors: float | None = None
+    """The candidate's failed requests among them (error ratios)."""
+    thin: bool = False
+    """Too few requests to pass or fail (verdict Inconclusive, but no data problem)."""
+    spans_step: bool = False
+    """The counts span the step so far (a sequential test), not one interval."""
 
 
 def applicable(analysis: AnalysisSpec, weight: int) -> list[Criterion]:
@@ -121,7 +132,7 @@ def plan(analysis: AnalysisSpec, weight: int) -> list[MetricRequest]:
             ]
             continue
         mode: Literal["instant", "range"] = "range" if criterion.statistical else "instant"
-        requests = _requests_measure(criterion)
+        requests = _requests_measure(criterion, analysis.preset)
         planned += [
             MetricRequest(criterion.name, variant, measure(criterion), mode, requests)
             for variant in _variants_of(criterion)
@@ -141,12 +152,17 @@ def measure(criterion: Criterion) -> Measure:
     return PresetMetric(criterion.metric)
 
 
-def _requests_measure(criterion: Criterion) -> Measure | None:
-    if criterion.min_requests is None:
+def _requests_measure(criterion: Criterion, preset: str) -> Measure | None:
+    """How the requests behind a criterion are counted: always when it has a need (its own
+    requestsQuery, else the preset's counter), so thin windows and the promotion's evidence
+    can be told."""
+    if criterion.min_requests is None and need_of(criterion) is None:
         return None
     if criterion.requests_query is not None:
         return OwnQuery(criterion.requests_query)
-    return PresetMetric(REQUESTS_METRIC)
+    if criterion.query is None and offers(preset, REQUESTS_METRIC):
+        return PresetMetric(REQUESTS_METRIC)
+    return None
 
 
 def judge(
@@ -216,15 +232,10 @@ def _reading_problem(
         return _inconclusive(name, f"the {variant} was not measured")
     if reading.error is not None:
         return _inconclusive(name, f"the {variant}'s query failed: {reading.error}", errored=True)
-    if criterion.min_requests is not None:
-        if reading.requests is None or not math.isfinite(reading.requests):
-            return _inconclusive(name, f"the {variant}'s request count is unavailable")
-        if reading.requests < criterion.min_requests:
-            return _inconclusive(
-                name,
-                f"the {variant} served {reading.requests:.0f} requests in the window, "
-                f"fewer than minRequests {criterion.min_requests:g}",
-            )
+    asked_for_requests = criterion.min_requests is not None and criterion.min_requests > 0
+    counted = reading.requests
+    if asked_for_requests and (counted is None or not math.isfinite(counted)):
+        return _inconclusive(name, f"the {variant}'s request count is unavailable")
     return None
 
 
@@ -374,7 +385,19 @@ def _judge_sequential(
     if evidence.stream == "none":
         said = f"sequential test over {evidence.intervals} intervals: no evidence of a regression"
     verdict: Verdict = "Fail" if evidence.failed else "Pass"
-    return Judgement(name, verdict, said)
+    served = counts["candidate"]
+    errors = served.events.get("errors") if check.stream == "errors" else None
+    return Judgement(
+        name,
+        verdict,
+        said,
+        candidate_requests=sum(served.requests.values()),
+        baseline_requests=sum(counts["baseline"].requests.values())
+        if "baseline" in counts
+        else None,
+        candidate_errors=sum(errors.values()) if errors is not None else None,
+        spans_step=True,
+    )
 
 
 def _judged(criterion: Criterion, verdict: Verdict, reason: str, candidate: float) -> Judgement:
@@ -399,7 +422,8 @@ def _fmt(value: float) -> str:
 _SEVERITY: tuple[tuple[RoundOutcome, Callable[[Judgement], bool]], ...] = (
     ("Fail", lambda j: j.verdict == "Fail"),
     ("Error", lambda j: j.errored),
-    ("Inconclusive", lambda j: j.verdict == "Inconclusive"),
+    ("Inconclusive", lambda j: j.verdict == "Inconclusive" and not j.thin),
+    ("Thin", lambda j: j.thin),
 )
 
 
@@ -422,6 +446,7 @@ def tally(counts: AnalysisCounts, outcome: RoundOutcome) -> AnalysisCounts:
         inconclusive=counts.inconclusive + (outcome == "Inconclusive"),
         consecutive_errors=counts.consecutive_errors + 1 if outcome == "Error" else 0,
         passes=counts.passes + (outcome == "Pass"),
+        thin=counts.thin + (outcome == "Thin"),
         last_outcome=outcome,
     )
 

@@ -187,6 +187,14 @@ def window_problem(
     return None
 
 
+def requests_served(
+    readings: Mapping[tuple[str, Variant], Reading], variant: Variant
+) -> float | None:
+    """The requests ``variant`` served in the window, as the cost inputs counted them."""
+    served = _evidence(readings, REQUESTS_METRIC, variant)
+    return None if served is None else max(0.0, served)
+
+
 def _evidence(
     readings: Mapping[tuple[str, Variant], Reading], metric: str, variant: Variant
 ) -> float | None:
@@ -207,9 +215,8 @@ def judge_cost_criterion(
     variants: tuple[Variant, ...] = (
         ("candidate",) if against_steps or criterion.absolute is not None else _VARIANTS
     )
-    problem = window_problem(
-        readings, window, variants, criterion.min_samples or MIN_SCRAPES, criterion.min_requests
-    )
+    # Too few requests make the window thin, not unsound: weighed after (engine/weighing.py).
+    problem = window_problem(readings, window, variants, criterion.min_samples or MIN_SCRAPES)
     if problem is not None:
         return Judgement(criterion.name, "Inconclusive", f"not judged on this window: {problem}")
     baseline, candidate = cost_criterion_values(costs.comparison, criterion.metric)

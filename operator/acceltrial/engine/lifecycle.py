@@ -56,6 +56,7 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
 from acceltrial.engine.compile_gate import CompileJobState, StartCompile, compile_gate
 from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
+from acceltrial.engine.evidence import judged_on, record, shortfalls
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.route_guard import route_guard
@@ -436,7 +437,8 @@ class _Tick:
         self._keep_weight()
         awaiting = self.status.pause_reason == "AwaitingApproval"
         if awaiting and self.obs.action in ("approve", "promote"):
-            self._promote()
+            if self._enough_evidence():
+                self._promote()
         elif not awaiting and self.obs.action == "resume":
             counts = self.status.counts or AnalysisCounts()
             # Resuming grants a fresh allowance of inconclusive measurements.
@@ -496,14 +498,19 @@ class _Tick:
         self._keep_weight()
         started = self.status.step_started_at or self.obs.now
         baked = self.obs.now >= started + _seconds(self.spec.promotion.bake_time)
-        if handed_over or (baked and (self._bake_needs_no_analysis() or self._latest_passed())):
+        ready = baked and (self._bake_needs_no_analysis() or self._latest_passed())
+        if not handed_over and ready and not self._enough_evidence():
+            return
+        if handed_over or ready:
             # Handed over first: from then on nothing the trial leaves behind can remove it.
             self.actions += [HandOverCandidate(), ScaleBaselineToZero()]
             promotion = self.status.promotion or PromotionStatus(
                 replicas=self.spec.candidate.replicas, reason="candidate.replicas"
             )
+            evidence = judged_on(self.spec.analysis.criteria, self.status.evidence or [])
+            why = "every step and the bake passed" + (f"; {evidence}" if evidence else "")
             self._update(
-                decision=self._decision("promote", PROMOTED, "every step and the bake passed"),
+                decision=self._decision("promote", PROMOTED, why),
                 promotion=promotion.model_copy(update={"handed_over_at": self.obs.now}),
             )
             self._enter(
@@ -529,7 +536,10 @@ class _Tick:
             return True
         counts = tally(self.status.counts or AnalysisCounts(), measurement.outcome)
         recent = [*(self.status.analysis or []), *measurement.results][-RECENT_RESULTS:]
-        self._update(counts=counts, analysis=recent, last_measurement_at=self.obs.now)
+        evidence = record(self.status.evidence or [], measurement.results)
+        self._update(
+            counts=counts, analysis=recent, evidence=evidence, last_measurement_at=self.obs.now
+        )
         if measurement.economics is not None:
             self._update(economics=measurement.economics)
         verdict: StepStatus = assess(counts, self.spec.analysis)
@@ -560,8 +570,23 @@ class _Tick:
         return self.obs.now >= started + _seconds(step.duration) and self._latest_passed()
 
     def _latest_passed(self) -> bool:
+        """The latest measurement saw no harm: it passed, or was thin (too few requests to
+        judge; the promotion then asks for the evidence all windows add up to)."""
         counts = self.status.counts
-        return counts is not None and counts.last_outcome == "Pass"
+        return counts is not None and counts.last_outcome in ("Pass", "Thin")
+
+    def _enough_evidence(self) -> bool:
+        """The promotion's evidence rule (engine/evidence.py); when short, the trial is
+        Inconclusive and ``onInconclusive`` applies."""
+        short = shortfalls(self.spec.analysis.criteria, self.status.evidence or [])
+        if not short:
+            return True
+        why = "not enough evidence to promote: " + "; ".join(short)
+        if self.spec.analysis.on_inconclusive == "rollback":
+            self._roll_back("rollback", INCONCLUSIVE, why)
+        elif self.status.phase != "Paused" or self.status.pause_reason != "Inconclusive":
+            self._pause("Inconclusive", f"{why}; resume once more traffic has been judged")
+        return False
 
     def _bake_needs_no_analysis(self) -> bool:
         return _seconds(self.spec.promotion.bake_time) < _seconds(self.spec.analysis.interval)

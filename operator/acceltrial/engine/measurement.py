@@ -19,6 +19,7 @@ from acceltrial.api.spec import AnalysisSpec, TrialSpec
 from acceltrial.api.status import (
     BaselineCostFromSteps,
     CriterionResult,
+    RequestCounts,
     SampleCounts,
     TrialStatus,
 )
@@ -27,7 +28,6 @@ from acceltrial.engine.analysis import (
     MeasurementWindow,
     Reading,
     applicable,
-    judge,
     plan,
     round_outcome,
 )
@@ -39,9 +39,11 @@ from acceltrial.engine.costing import (
     judge_cost_criterion,
     observed_values,
     plan_cost_inputs,
+    requests_served,
 )
 from acceltrial.engine.lifecycle import Measurement, mirror_at
 from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, VariantTarget
+from acceltrial.engine.weighing import judge_window, weigh
 
 Readings = Mapping[tuple[str, Variant], Reading]
 
@@ -68,7 +70,10 @@ def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> Mea
     weight = status.canary_weight or 0
     interval = duration_seconds(spec.analysis.interval)
     start = status.step_started_at or now - timedelta(seconds=interval)
-    baking = status.phase == "BakingIn"
+    # At 100% (baking, or paused in the bake) the candidate alone serves users.
+    baking = status.phase == "BakingIn" or (
+        status.phase == "Paused" and weight == 100 and status.promotion is not None
+    )
     # At 100% the baseline serves nothing: compare with its last window of traffic.
     baseline_end = status.step_started_at if baking else None
     return MeasurementPlan(
@@ -117,9 +122,14 @@ def judge_measurement(
         production_from=_production_from(planned),
     )
     judgements = [
-        judge_cost_criterion(c, readings, costs, planned.cost_window, planned.from_steps)
+        weigh(
+            judge_cost_criterion(c, readings, costs, planned.cost_window, planned.from_steps),
+            c,
+            requests_served(readings, "candidate"),
+            spec.analysis.alpha,
+        )
         if c.metric in COST_METRICS
-        else judge(
+        else judge_window(
             c,
             readings.get((c.name, "baseline")),
             readings.get((c.name, "candidate")),
@@ -153,6 +163,19 @@ def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> Crit
         samples=SampleCounts(
             baseline=judgement.baseline_samples, candidate=judgement.candidate_samples
         ),
+        requests=_request_counts(judgement),
+        thin=judgement.thin,
         reason=judgement.reason[:1024],
         at=now,
+    )
+
+
+def _request_counts(judgement: Judgement) -> RequestCounts | None:
+    if judgement.candidate_requests is None:
+        return None
+    return RequestCounts(
+        candidate=judgement.candidate_requests,
+        baseline=judgement.baseline_requests,
+        candidate_errors=judgement.candidate_errors,
+        spans_step=judgement.spans_step,
     )

@@ -110,17 +110,22 @@ def collect(
 ) -> Collection:
     """Run every request and file its reading; a temporary failure is asked again. Requests
     that differ only in what they are filed under (a criterion and a cost input reading the
-    same p99) are read once, and readings over the same window are asked together (see the
-    module's docstring). Raises RequestError (before anything is asked) when a request cannot
-    be put to the source."""
+    same p99, one of them also counting its requests) are read once, and readings over the
+    same window are asked together (see the module's docstring). Raises RequestError (before
+    anything is asked) when a request cannot be put to the source."""
+    counting = {
+        replace(r, criterion="", requests=None): r for r in requests if r.requests is not None
+    }
     distinct: dict[tuple[MetricRequest, str], _Pending] = {}
-    for request in requests:
+    for filed in requests:
+        # A reading that also counts its requests answers the same reading without them.
+        request = counting.get(replace(filed, criterion=""), filed)
         target = targets[request.variant]
         described = source.describe(request, target)
         key = (replace(request, criterion=""), described)
         if key not in distinct:
             distinct[key] = _Pending(Ask(request, target), described, [])
-        distinct[key].filed_under.append((request.criterion, request.variant))
+        distinct[key].filed_under.append((filed.criterion, filed.variant))
     collection = Collection()
     for (start, end), question in _questions(distinct.values(), window):
         span = MeasurementWindow(start, end, window.resolution_seconds)

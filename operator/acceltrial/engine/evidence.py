@@ -1,0 +1,208 @@
+"""How much evidence a verdict needs, and how sure each figure is.
+
+Pure. A criterion's figure is only as good as the requests behind it: a p99 of twelve requests
+is their largest one, an error ratio of 0 of 40 allows anything up to 7%. This module owns
+
+- **the need**: how many of the candidate's requests a criterion's measure implies
+  (:func:`need_of`): a quantile at least 100 (one request in a hundred lies above a p99; fewer
+  than 30 for any quantile tells nothing), a ratio limit ``L`` (errors) at least ``1/L`` requests
+  (100 for 1%), a mean or a rate at least 30 (where a mean's sampling error is roughly normal).
+  A user's ``minRequests`` overrides it; ``minRequests: 0`` turns it off. Utilization is read
+  from the accelerator's exporter, not from requests: it has no request need.
+- **thin windows** (the rule engine/weighing.py applies): a window holding fewer requests
+  than the need neither passes nor fails its criterion, unless the breach is already
+  decisive: an error ratio whose errors are improbable under the limit (one-sided exact
+  binomial test at ``analysis.alpha``), or any other figure beyond its limit by
+  :data:`CLEAR_BREACH` times. A window with no request at all
+  is no data (Inconclusive), as ever.
+- **the promotion's evidence** (:func:`shortfalls`): each criterion's candidate requests counted
+  over every window the trial judged it on, against its need.
+- **intervals** (:func:`error_ratio_interval`, :func:`rate_interval`): exact (Clopper-Pearson)
+  bounds for a proportion and exact (Garwood) bounds for a Poisson count, as the report states
+  them ("0 of 175 failed; 95% upper bound 1.7%").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from scipy import special  # type: ignore[import-untyped]
+
+from acceltrial.api.spec import Criterion
+from acceltrial.api.status import CriterionEvidence, CriterionResult
+from acceltrial.engine.metrics import COST_METRICS, UTILIZATION_METRIC
+
+QUANTILES = {
+    "latency_p50": 0.50,
+    "latency_p90": 0.90,
+    "latency_p99": 0.99,
+    "ttft_p99": 0.99,
+    "itl_p99": 0.99,
+}
+"""The preset metrics that are quantiles, and which."""
+MEAN_METRICS = frozenset({"latency_mean", "request_rate", "token_rate", *COST_METRICS})
+"""Means and rates: figures whose error shrinks as one over the square root of the requests."""
+ERROR_METRIC = "error_ratio"
+MEAN_NEED = 30
+"""Requests behind a mean before its sampling error is roughly normal."""
+RATIO_NEED_WITHOUT_LIMIT = 100
+"""An error ratio judged relative to the baseline's, or against 0, needs what a 1% limit needs."""
+CLEAR_BREACH = 1.5
+"""A thin window fails its criterion when its figure is beyond the limit by this factor."""
+CONFIDENCE = 0.95
+"""The confidence of the intervals the report states."""
+
+
+@dataclass(frozen=True)
+class Need:
+    """How many of the candidate's requests a criterion rests on before it can promote."""
+
+    requests: int
+    why: str
+    """In words: 'a p99 needs 100 requests'."""
+
+
+def need_of(criterion: Criterion) -> Need | None:
+    """The evidence ``criterion`` needs, or None when it is not counted in requests."""
+    if criterion.min_requests is not None:
+        wanted = math.ceil(criterion.min_requests)
+        return Need(wanted, f"minRequests asks for {wanted}") if wanted > 0 else None
+    metric = criterion.metric or UTILIZATION_METRIC
+    # The user's own query, or an exporter's gauge (utilization): not counted in requests.
+    if metric in QUANTILES:
+        quantile = QUANTILES[metric]
+        wanted = max(MEAN_NEED, math.ceil(round(1 / (1 - quantile), 6)))
+        return Need(wanted, f"a p{quantile * 100:g} needs {wanted} requests")
+    if metric == ERROR_METRIC:
+        return _ratio_need(criterion)
+    return Need(MEAN_NEED, f"a mean needs {MEAN_NEED} requests") if metric in MEAN_METRICS else None
+
+
+def _ratio_need(criterion: Criterion) -> Need:
+    limit = criterion.absolute.max if criterion.absolute is not None else None
+    if limit is None or limit <= 0:
+        return Need(RATIO_NEED_WITHOUT_LIMIT, f"an error ratio needs {RATIO_NEED_WITHOUT_LIMIT}")
+    wanted = min(100_000, math.ceil(round(1 / limit, 6)))
+    return Need(wanted, f"an error ratio limited to {limit:.3g} needs {wanted} requests (1/limit)")
+
+
+def error_ratio_p_value(errors: int, requests: int, limit: float) -> float:
+    """P(at least ``errors`` errors in ``requests``) were the true ratio ``limit``: the exact
+    one-sided binomial test."""
+    if requests <= 0 or errors <= 0:
+        return 1.0
+    # P(X >= k) for X ~ Binomial(n, p) is the regularized incomplete beta I_p(k, n - k + 1).
+    return float(special.betainc(errors, requests - errors + 1, limit))
+
+
+def error_ratio_interval(
+    errors: int, requests: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """Two-sided exact (Clopper-Pearson) bounds of a proportion; with no error, the one-sided
+    upper bound ``1 - (1 - confidence) ** (1 / n)`` (0 of 175: 1.7%)."""
+    if requests <= 0:
+        return 0.0, 1.0
+    if errors <= 0:
+        return 0.0, 1 - (1 - confidence) ** (1 / requests)
+    tail = (1 - confidence) / 2
+    # The beta quantiles of Clopper and Pearson (1934).
+    low = float(special.betaincinv(errors, requests - errors + 1, tail))
+    if errors >= requests:
+        return low, 1.0
+    return low, float(special.betaincinv(errors + 1, requests - errors, 1 - tail))
+
+
+def rate_interval(
+    count: float, seconds: float, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """Exact (Garwood) bounds of a Poisson rate from ``count`` events in ``seconds``."""
+    if seconds <= 0:
+        return 0.0, math.inf
+    n = max(0, round(count))
+    tail = (1 - confidence) / 2
+    # Garwood (1936): chi2(q, 2n) / 2, which is the gamma quantile gammaincinv(n, q).
+    low = 0.0 if n == 0 else float(special.gammaincinv(n, tail))
+    high = float(special.gammaincinv(n + 1, 1 - tail))
+    return low / seconds, high / seconds
+
+
+# -- accumulating what each criterion was judged on ----------------------------------------------
+
+
+def record(
+    kept: Sequence[CriterionEvidence], results: Iterable[CriterionResult]
+) -> list[CriterionEvidence]:
+    """The evidence after one more measurement: each judged result's requests added to its
+    criterion's row for its step and weight (a result spanning the whole step replaces the
+    step's count instead). Thin windows count: they were looked at and showed no clear harm."""
+    rows = {(row.criterion, row.step, row.weight): row for row in kept}
+    for result in results:
+        if result.requests is None or (result.verdict == "Inconclusive" and not result.thin):
+            continue  # a window with no data or an error judged nothing
+        key = (result.criterion, result.step, result.weight)
+        row = rows.get(key) or CriterionEvidence(
+            criterion=result.criterion, step=result.step, weight=result.weight
+        )
+        rows[key] = _added(row, result)
+    return list(rows.values())
+
+
+def _added(row: CriterionEvidence, result: CriterionResult) -> CriterionEvidence:
+    counted = result.requests
+    assert counted is not None
+    spans_step = counted.spans_step
+    candidate = counted.candidate + (0.0 if spans_step else row.candidate_requests)
+    baseline = None
+    if counted.baseline is not None:
+        baseline = counted.baseline + (0.0 if spans_step else (row.baseline_requests or 0.0))
+    errors = row.candidate_errors
+    if counted.candidate_errors is not None:
+        errors = counted.candidate_errors + (0.0 if spans_step else (errors or 0.0))
+    return row.model_copy(
+        update={
+            "windows": row.windows + 1,
+            "thin_windows": row.thin_windows + result.thin,
+            "candidate_requests": candidate,
+            "baseline_requests": baseline,
+            "candidate_errors": errors,
+        }
+    )
+
+
+def candidate_requests(evidence: Sequence[CriterionEvidence], criterion: str) -> float:
+    """The candidate's requests a criterion was judged on over the whole trial."""
+    return sum(row.candidate_requests for row in evidence if row.criterion == criterion)
+
+
+def shortfalls(criteria: Sequence[Criterion], evidence: Sequence[CriterionEvidence]) -> list[str]:
+    """Each criterion whose judged requests fall short of its need, in words (empty: enough)."""
+    short = []
+    for criterion in criteria:
+        need = need_of(criterion)
+        if need is None:
+            continue
+        rows = [row for row in evidence if row.criterion == criterion.name]
+        if not rows:
+            continue  # never counted (its requests cannot be read): nothing to hold it to
+        held = candidate_requests(evidence, criterion.name)
+        if held < need.requests:
+            short.append(
+                f"{criterion.name} was judged on {held:.0f} of the candidate's requests; {need.why}"
+            )
+    return short
+
+
+def judged_on(criteria: Sequence[Criterion], evidence: Sequence[CriterionEvidence]) -> str:
+    """The promotion's evidence in words: each counted criterion's requests and need."""
+    said = []
+    for criterion in criteria:
+        need = need_of(criterion)
+        if need is None or not any(row.criterion == criterion.name for row in evidence):
+            continue
+        held = candidate_requests(evidence, criterion.name)
+        said.append(f"{criterion.name} {held:.0f} (needs {need.requests})")
+    if not said:
+        return ""
+    return "judged on the candidate's requests: " + ", ".join(said)

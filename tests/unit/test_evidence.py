@@ -1,0 +1,298 @@
+"""How much evidence a verdict needs: the needs, thin windows, the promotion's gate, intervals.
+
+The expected values are computed by hand from closed forms:
+
+- a proportion with no event in n trials has the one-sided exact (Clopper-Pearson) upper bound
+  ``1 - alpha ** (1 / n)`` (Clopper and Pearson, Biometrika 26, 1934; the bound behind the "rule
+  of three", 3/n): 0 of 175 at 95% is 1 - 0.05 ** (1/175) = 0.016975;
+- P(at least one error in n requests) at a true ratio p is ``1 - (1 - p) ** n``: 17 requests at
+  1% give 0.1571;
+- a Poisson count of 0 in t seconds has the exact (Garwood, Biometrika 28, 1936) two-sided 95%
+  upper bound ``-ln(0.025) / t``, and a count of 1 the lower bound ``-ln(1 - 0.025) / t``.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from acceltrial.api.reasons import INCONCLUSIVE, PROMOTED
+from acceltrial.api.spec import Criterion, TrialSpec
+from acceltrial.api.status import (
+    AnalysisCounts,
+    CriterionResult,
+    RequestCounts,
+    TrialStatus,
+    original_routing,
+)
+from acceltrial.engine.analysis import Judgement, Reading, round_outcome, tally
+from acceltrial.engine.evidence import (
+    error_ratio_interval,
+    error_ratio_p_value,
+    need_of,
+    rate_interval,
+    record,
+    shortfalls,
+)
+from acceltrial.engine.lifecycle import Measurement, Observation, decide, measurement_due
+from acceltrial.engine.weighing import judge_window
+
+T0 = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+
+
+def criterion(**fields: Any) -> Criterion:
+    return Criterion.model_validate({"name": "c", **fields})
+
+
+# -- the need each measure implies ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "needed"),
+    [
+        ({"metric": "latency_p99", "absolute": {"max": 2}}, 100),
+        ({"metric": "ttft_p99", "relative": {"max": 1.2}}, 100),
+        ({"metric": "latency_p90", "absolute": {"max": 2}}, 30),  # 1/(1-0.9) = 10 < 30
+        ({"metric": "latency_p50", "absolute": {"max": 2}}, 30),
+        ({"metric": "error_ratio", "absolute": {"max": 0.01}}, 100),  # 1/L
+        ({"metric": "error_ratio", "absolute": {"max": 0.05}}, 20),
+        ({"metric": "error_ratio", "absolute": {"max": 0.001}}, 1000),
+        ({"metric": "error_ratio", "relative": {"max": 1.5}}, 100),  # no absolute limit
+        ({"metric": "latency_mean", "relative": {"max": 1.2}}, 30),
+        ({"metric": "cost_per_million_tokens", "relative": {"max": 0.8}}, 30),
+        ({"metric": "error_ratio", "absolute": {"max": 0.01}, "minRequests": 20}, 20),
+        ({"metric": "latency_p99", "absolute": {"max": 2}, "minRequests": 0}, None),
+        ({"metric": "accelerator_utilization", "absolute": {"min": 0.1}}, None),
+        ({"query": "sum(x{pod=~'{{pods}}'})", "absolute": {"max": 1}}, None),
+    ],
+)
+def test_each_measure_needs_the_evidence_it_implies(
+    fields: dict[str, Any], needed: int | None
+) -> None:
+    need = need_of(criterion(**fields))
+    assert (need.requests if need else None) == needed
+
+
+# -- intervals and tests against closed forms ----------------------------------------------------
+
+
+def test_no_error_in_175_requests_bounds_the_ratio_at_1_7_percent() -> None:
+    low, high = error_ratio_interval(0, 175)
+    assert low == 0
+    assert high == pytest.approx(1 - 0.05 ** (1 / 175), rel=1e-9)
+    assert f"{high:.1%}" == "1.7%"
+
+
+def test_a_proportions_two_sided_bounds_hold_their_tails() -> None:
+    # Clopper-Pearson: P(X >= 3 | p=low) = 2.5% and P(X <= 3 | p=high) = 2.5%, by the sums.
+    low, high = error_ratio_interval(3, 100)
+    at_least_3 = 1 - sum(math.comb(100, k) * low**k * (1 - low) ** (100 - k) for k in range(3))
+    at_most_3 = sum(math.comb(100, k) * high**k * (1 - high) ** (100 - k) for k in range(4))
+    assert at_least_3 == pytest.approx(0.025, rel=1e-6)
+    assert at_most_3 == pytest.approx(0.025, rel=1e-6)
+
+
+def test_one_error_in_17_requests_is_no_evidence_against_a_1_percent_limit() -> None:
+    assert error_ratio_p_value(1, 17, 0.01) == pytest.approx(1 - 0.99**17, rel=1e-9)
+    assert error_ratio_p_value(1, 17, 0.01) == pytest.approx(0.1571, abs=1e-4)
+    assert error_ratio_p_value(0, 17, 0.01) == 1.0
+
+
+def test_a_poisson_rates_exact_bounds() -> None:
+    assert rate_interval(0, 60) == (0.0, pytest.approx(-math.log(0.025) / 60, rel=1e-9))
+    low, _ = rate_interval(1, 60)
+    assert low == pytest.approx(-math.log(1 - 0.025) / 60, rel=1e-9)
+
+
+# -- thin windows ---------------------------------------------------------------------------------
+
+P99 = {"metric": "latency_p99", "absolute": {"max": 2.0}}
+ERRORS = {"metric": "error_ratio", "absolute": {"max": 0.01}}
+
+
+def one(value: float, requests: float | None) -> Reading:
+    return Reading(values=(value,), series=1, requests=requests)
+
+
+@pytest.mark.parametrize(
+    ("fields", "reading", "verdict", "thin", "said"),
+    [
+        (P99, one(1.5, 120), "Pass", False, "within"),
+        (P99, one(1.5, 12), "Inconclusive", True, "thin: 12 of the candidate's requests"),
+        (P99, one(2.5, 12), "Inconclusive", True, "a p99 needs 100"),  # 1.25x: may be chance
+        (P99, one(3.5, 12), "Fail", False, "1.8x beyond its limit"),  # a clear breach
+        (P99, one(2.5, 150), "Fail", False, "above max"),
+        (P99, one(float("nan"), 0), "Inconclusive", False, "NaN"),
+        (ERRORS, one(1 / 12, 12), "Inconclusive", True, "thin"),  # 1 of 12: p = 0.11
+        (ERRORS, one(5 / 12, 12), "Fail", False, "5 errors would happen with probability"),
+        (ERRORS, one(0.0, 0), "Inconclusive", False, "no data"),
+        (ERRORS, one(0.0, None), "Pass", False, "within"),  # requests not counted: as before
+    ],
+)
+def test_a_window_on_few_requests_is_thin_unless_the_breach_is_decisive(
+    fields: dict[str, Any], reading: Reading, verdict: str, thin: bool, said: str
+) -> None:
+    judged = judge_window(criterion(**fields), None, reading)
+    assert (judged.verdict, judged.thin) == (verdict, thin)
+    assert said in judged.reason
+
+
+def test_a_relative_criterion_is_thin_on_a_thin_baseline() -> None:
+    relative = criterion(metric="latency_p99", relative={"max": 1.2})
+    judged = judge_window(relative, one(1.0, 40), one(1.0, 400))
+    assert judged.thin
+    assert "the baseline's 40 requests" in judged.reason
+
+
+def test_thin_windows_count_toward_no_limit() -> None:
+    thin = Judgement("c", "Inconclusive", "thin: 3", thin=True)
+    passed = Judgement("d", "Pass", "fine")
+    assert round_outcome([thin, passed])[0] == "Thin"
+    assert round_outcome([thin, Judgement("e", "Inconclusive", "no data")])[0] == "Inconclusive"
+    counts = tally(AnalysisCounts(), "Thin")
+    assert (counts.thin, counts.inconclusive, counts.last_outcome) == (1, 0, "Thin")
+
+
+# -- the evidence the promotion counts ------------------------------------------------------------
+
+
+def result(
+    requests: float, step: int = 1, weight: int = 5, *, verdict: str = "Pass", **counted: Any
+) -> CriterionResult:
+    return CriterionResult.model_validate(
+        {
+            "criterion": "errors",
+            "step": step,
+            "weight": weight,
+            "verdict": verdict,
+            "requests": RequestCounts(candidate=requests, **counted).model_dump(),
+            "thin": verdict == "Inconclusive" and requests > 0,
+            "reason": "r",
+            "at": T0,
+        }
+    )
+
+
+def test_evidence_adds_every_judged_window_and_skips_windows_without_data() -> None:
+    rows = record([], [result(30, verdict="Inconclusive")])  # thin: counted
+    rows = record(rows, [result(40), result(0, verdict="Inconclusive")])  # no data: skipped
+    rows = record(rows, [result(50, step=2, weight=25, candidate_errors=1)])
+    by_step = {row.step: row for row in rows}
+    assert (by_step[1].candidate_requests, by_step[1].windows, by_step[1].thin_windows) == (
+        70,
+        2,
+        1,
+    )
+    assert by_step[2].candidate_errors == 1
+    errors = criterion(name="errors", metric="error_ratio", absolute={"max": 0.01})
+    assert shortfalls([errors], rows) == []  # 120 >= 100: enough
+    assert shortfalls([errors], rows[:1]) == [
+        "errors was judged on 70 of the candidate's requests; an error ratio limited to 0.01 "
+        "needs 100 requests (1/limit)"
+    ]
+
+
+def test_a_sequential_count_spans_its_step_and_replaces_it() -> None:
+    rows = record([], [result(40, spans_step=True)])
+    rows = record(rows, [result(90, spans_step=True)])
+    assert rows[0].candidate_requests == 90
+
+
+# -- the promotion's gate, through the state machine ----------------------------------------------
+
+
+def quiet_spec(**analysis: Any) -> TrialSpec:
+    return TrialSpec.model_validate(
+        {
+            "baseline": {"deploymentRef": {"name": "gpu"}, "instanceType": "g5.xlarge"},
+            "candidate": {"image": "neuron:1", "instanceType": "inf2.xlarge"},
+            "traffic": {"router": "gatewayapi", "gatewayapi": {"httpRouteRef": {"name": "r"}}},
+            "steps": [
+                {"weight": 5, "duration": "1m"},
+                {"weight": 25, "duration": "1m"},
+                {"weight": 50, "duration": "1m"},
+            ],
+            "analysis": {
+                "interval": "1m",
+                "prometheus": {"address": "http://p:9090"},
+                "criteria": [ERRORS | {"name": "errors"}],
+                "onInconclusive": "rollback",
+                **analysis,
+            },
+            "promotion": {"bakeTime": "1m"},
+        }
+    )
+
+
+ROUTING = original_routing(
+    {
+        "router": "gatewayapi",
+        "httpRoute": {
+            "name": "r",
+            "namespace": "serving",
+            "ruleIndex": 0,
+            "backendRefs": [{"name": "gpu", "port": 8000, "weight": 1}],
+        },
+    }
+)
+
+
+def run(spec: TrialSpec, rps: float, ticks: int = 12, **late: Any) -> TrialStatus:
+    """Tick once a minute; each measurement judged on rps x weight x 60 requests, none failed."""
+    status, now = TrialStatus(), T0
+    for n in range(ticks):
+        now += timedelta(minutes=1)
+        measurement = None
+        if measurement_due(spec, status, now) and status.phase not in (None, "Pending"):
+            weight = status.canary_weight or 0
+            served = rps * weight / 100 * 60
+            thin = served < 100
+            one_result = result(
+                served,
+                step=0 if status.phase == "BakingIn" else status.step or 0,
+                weight=weight,
+                verdict="Inconclusive" if thin else "Pass",
+                candidate_errors=0,
+            )
+            measurement = Measurement("Thin" if thin else "Pass", "errors", (one_result,))
+        action = late.get("actions", {}).get(n)
+        observation = Observation(
+            now=now,
+            generation=1,
+            routing=ROUTING,
+            candidate_available=True,
+            candidate_available_replicas=1,
+            measurement=measurement,
+            action=action,
+        )
+        status = decide(spec, status, observation).status
+        if status.phase in ("Promoted", "RolledBack"):
+            break
+    return status
+
+
+def test_a_quiet_service_is_never_promoted_on_a_handful_of_requests() -> None:
+    status = run(quiet_spec(), rps=0.5)  # 1.5 + 7.5 + 15 + 30 requests: 54
+    assert status.phase == "RolledBack"
+    assert status.decision is not None
+    assert status.decision.reason_code == INCONCLUSIVE
+    assert "not enough evidence to promote" in status.decision.reason
+    assert "needs 100 requests" in status.decision.reason
+
+
+def test_a_quiet_service_with_pause_waits_for_evidence_at_full_traffic() -> None:
+    status = run(quiet_spec(onInconclusive="pause"), rps=0.5, ticks=9)
+    assert (status.phase, status.pause_reason) == ("Paused", "Inconclusive")
+    assert status.canary_weight == 100
+
+
+def test_a_busy_service_is_promoted_and_the_decision_says_on_what() -> None:
+    status = run(quiet_spec(), rps=20)
+    assert status.phase == "Promoted"
+    assert status.decision is not None
+    assert status.decision.reason_code == PROMOTED
+    assert "judged on the candidate's requests: errors" in status.decision.reason
+    assert "(needs 100)" in status.decision.reason

@@ -77,7 +77,7 @@ class Point(ApiModel):
     at: datetime
     step: int
     weight: int
-    outcome: Literal["Pass", "Fail", "Inconclusive", "Error"]
+    outcome: Literal["Pass", "Fail", "Inconclusive", "Error", "Thin"]
     reason: str | None = None
     """Why this outcome: the worst criterion and its numbers."""
     baseline: dict[str, float | None] = Field(default_factory=dict)
@@ -104,9 +104,31 @@ class CriterionSummary(ApiModel):
     limit: CriterionLimit | None = None
     """Its bounds; None for a statistical criterion (its test has no fixed bound)."""
     from_weight: int = 0
+    requests_needed: int | None = None
+    """The candidate's requests the criterion needs before a promotion (None: not counted)."""
+    requests_judged: float | None = None
+    """The candidate's requests it was judged on over the whole trial."""
     verdict: str | None = None
     """The latest verdict."""
     reason: str | None = None
+
+
+class EvidenceRow(ApiModel):
+    """The requests one criterion was judged on in one step, and how sure its figure is."""
+
+    criterion: str
+    step: int
+    """The step (1-based); 0 for the bake."""
+    weight: int
+    """The candidate's share of traffic in that step."""
+    windows: int = 0
+    """Measurements of the criterion in the step."""
+    thin_windows: int = 0
+    """Of them, windows on fewer requests than the criterion needs (neither pass nor fail)."""
+    candidate_requests: float = 0
+    baseline_requests: float | None = None
+    how_sure: str = ""
+    """In words: an error ratio's exact interval, a rate's, or what a quantile rests on."""
 
 
 class ControlledTest(ApiModel):
@@ -155,6 +177,8 @@ class Report(ApiModel):
     """The Neuron compile Job of candidate.compile: outcome and how long it took (engineering
     effort the migration costs)."""
     controlled_test: ControlledTest = ControlledTest()
+    evidence: list[EvidenceRow] = Field(default_factory=list)
+    """Per criterion and step, the requests judged and how sure the figure is."""
     timeline: list[Point] = Field(default_factory=list)
     capacity: CapacityStatus | None = None
     """Capacity the trial added for the candidate and when it was given back."""

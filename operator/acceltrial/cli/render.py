@@ -28,6 +28,12 @@ from acceltrial.api.report import (
     VariantFigures,
 )
 from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.cli.render_evidence import (
+    NO_EVIDENCE,
+    evidence_markdown,
+    evidence_summary,
+    evidence_table,
+)
 
 # Text stays text in the SVG: selectable, searchable, rendered in the page's font.
 matplotlib.rcParams["svg.fonttype"] = "none"
@@ -265,6 +271,10 @@ def markdown(report: Report) -> str:
         *[f"| {what} | {b} | {c} |" for what, b, c in side_by_side(report)],
         "",
         *payoff_lines(report),
+        "",
+        "## Evidence",
+        "",
+        *evidence_markdown(report),
         "",
         "## Timeline",
         "",
@@ -538,6 +548,15 @@ def html_page(report: Report) -> str:
     test = report.controlled_test
     payoff = "".join(f"<p>{esc(line)}</p>" for line in payoff_lines(report))
     notes = "".join(f"<li>{esc(n)}</li>" for n in report.compatibility.notes)
+    evidence_rows = evidence_table(report)
+    evidence = (
+        "<ul>"
+        + "".join(f"<li>{esc(line)}</li>" for line in evidence_summary(report))
+        + "</ul>"
+        + _table(evidence_rows)
+        if len(evidence_rows) > 1
+        else f"<p>{esc(NO_EVIDENCE)}</p>"
+    )
     title = f"Decision report: {report.namespace}/{report.trial}"
     digest = test.criteria_hash or ""
     shadow = esc(_shadow(test.planned_mirrors, test.mirrors_reached).capitalize())
@@ -550,6 +569,7 @@ def html_page(report: Report) -> str:
 <h2>Capacity</h2><p>{esc(capacity_line(report))}</p>
 <h2>Side by side</h2>{side}
 {payoff}
+<h2>Evidence</h2>{evidence}
 <h2>Over time</h2>{figures or f"<p>{esc(_no_measurement(report))}</p>"}
 <h2>Timeline</h2>{timeline}
 <h2>Compatibility</h2><ul>

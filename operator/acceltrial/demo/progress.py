@@ -51,6 +51,8 @@ def value(metric: str | None, number: float | None) -> str:
 def criterion_line(result: Manifest, metric: str | None) -> str:
     """One criterion of one measurement: the numbers and the verdict."""
     verdict = {"Pass": "ok", "Fail": "FAIL", "Inconclusive": "?"}.get(result["verdict"], "?")
+    if result.get("thin"):
+        verdict = "thin"
     name = result["criterion"]
     candidate = value(metric, result.get("candidate"))
     if result.get("ratio") is not None:
@@ -62,7 +64,9 @@ def criterion_line(result: Manifest, metric: str | None) -> str:
         said = f"candidate {candidate}"
     else:
         said = result.get("reason", "")
-    return f"{verdict:>4}  {name:<14} {said}"
+    served = (result.get("requests") or {}).get("candidate")
+    on = f" on {served:.0f} of its requests" if served is not None else ""
+    return f"{verdict:>4}  {name:<14} {said}{on}"
 
 
 def traffic_line(snapshot: FleetSnapshot) -> str:

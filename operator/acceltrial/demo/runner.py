@@ -494,7 +494,7 @@ class _Seen:
         self.done = max(self.done, progress.progress(status, steps))
         tally = (
             f" (this step: {counts.get('passes', 0)} passed, {counts.get('failures', 0)} "
-            f"failed, {counts.get('inconclusive', 0)} inconclusive)"
+            f"failed, {counts.get('inconclusive', 0)} inconclusive, {counts.get('thin', 0)} thin)"
             if same_step
             else ""
         )
@@ -515,8 +515,8 @@ class _Seen:
 
 
 def _worst(results: list[Manifest]) -> str:
-    verdicts = {r.get("verdict") for r in results}
-    return next((v for v in ("Fail", "Inconclusive", "Pass") if v in verdicts), "?")
+    verdicts = {"Thin" if r.get("thin") else r.get("verdict") for r in results}
+    return next((v for v in ("Fail", "Inconclusive", "Thin", "Pass") if v in verdicts), "?")
 
 
 def _metrics_by_criterion(trial: Manifest) -> dict[str, str | None]:

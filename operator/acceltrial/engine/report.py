@@ -32,8 +32,10 @@ from acceltrial.api.status import TERMINAL_PHASES, CriterionResult, TrialStatus
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.compile_gate import with_compile_note
 from acceltrial.engine.economics import migration_total
+from acceltrial.engine.evidence import need_of
 from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.metrics import Variant
+from acceltrial.engine.report_evidence import evidence_rows, judged_requests
 
 _FIGURES = {
     "request_rate": "requests_per_second",
@@ -102,6 +104,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         ),
         compile=status.compile,
         controlled_test=_controlled_test(spec, status, point, previous),
+        evidence=evidence_rows(spec, status.evidence or []),
         timeline=timeline,
         capacity=status.capacity,
         gitops=inputs.gitops if gitops_due(status) else None,
@@ -273,6 +276,8 @@ def _controlled_test(
             metric=c.metric,
             limit=_limit(c),
             from_weight=c.from_weight,
+            requests_needed=need.requests if (need := need_of(c)) else None,
+            requests_judged=judged_requests(c, status.evidence or []),
             verdict=latest[c.name].verdict if c.name in latest else None,
             reason=latest[c.name].reason if c.name in latest else None,
         )

@@ -1,0 +1,84 @@
+"""The report's evidence: per criterion and step, the requests it was judged on, and how sure
+each figure is. Pure.
+
+Each row comes from ``status.evidence`` (engine/evidence.py). The sentence on how sure a figure
+is depends on its measure: an error ratio gets its exact 95% interval ("0 of 175 failed; 95%
+upper bound 1.7%"); a rate its exact Poisson interval; a quantile or a mean how many requests it
+rests on against what it needs, since a histogram's quantile has no interval without the samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from acceltrial.api.durations import duration_seconds
+from acceltrial.api.report import EvidenceRow
+from acceltrial.api.spec import Criterion, TrialSpec
+from acceltrial.api.status import CriterionEvidence
+from acceltrial.engine.evidence import (
+    CONFIDENCE,
+    ERROR_METRIC,
+    QUANTILES,
+    Need,
+    candidate_requests,
+    error_ratio_interval,
+    need_of,
+    rate_interval,
+)
+
+RATE_METRICS = frozenset({"request_rate", "token_rate"})
+
+
+def evidence_rows(spec: TrialSpec, evidence: Sequence[CriterionEvidence]) -> list[EvidenceRow]:
+    """One row per criterion and step it was judged in, in the order of the steps (the bake,
+    step 0, last)."""
+    criteria = {c.name: c for c in spec.analysis.criteria}
+    interval = duration_seconds(spec.analysis.interval)
+    ordered = sorted(evidence, key=lambda row: (row.step == 0, row.step, row.weight))
+    return [
+        EvidenceRow(
+            criterion=row.criterion,
+            step=row.step,
+            weight=row.weight,
+            windows=row.windows,
+            thin_windows=row.thin_windows,
+            candidate_requests=row.candidate_requests,
+            baseline_requests=row.baseline_requests,
+            how_sure=how_sure(criteria.get(row.criterion), row, interval),
+        )
+        for row in ordered
+    ]
+
+
+def how_sure(criterion: Criterion | None, row: CriterionEvidence, interval_seconds: float) -> str:
+    """How sure the candidate's figure of one criterion in one step is, in words."""
+    served = round(row.candidate_requests)
+    metric = criterion.metric if criterion is not None else None
+    if metric == ERROR_METRIC and row.candidate_errors is not None:
+        failed = round(row.candidate_errors)
+        low, high = error_ratio_interval(failed, served)
+        if failed == 0:
+            return f"0 of {served} failed; {CONFIDENCE:.0%} upper bound {high:.2%}"
+        return f"{failed} of {served} failed; {CONFIDENCE:.0%} interval {low:.2%} to {high:.2%}"
+    if metric in RATE_METRICS and row.windows:
+        low, high = rate_interval(row.candidate_requests, row.windows * interval_seconds)
+        return f"{served} requests; {CONFIDENCE:.0%} interval {low:.3g} to {high:.3g} requests/s"
+    need = need_of(criterion) if criterion is not None else None
+    what = f"p{QUANTILES[metric] * 100:g}" if metric in QUANTILES else "figure"
+    return f"a {what} of {served} requests" + _against(need, served)
+
+
+def _against(need: Need | None, served: int) -> str:
+    if need is None:
+        return ""
+    if served >= need.requests:
+        return f" ({need.why}: enough)"
+    return f" ({need.why}: thin)"
+
+
+def judged_requests(criterion: Criterion, evidence: Sequence[CriterionEvidence]) -> float | None:
+    """The candidate's requests a criterion was judged on over the trial; None if never
+    counted."""
+    if not any(row.criterion == criterion.name for row in evidence):
+        return None
+    return candidate_requests(evidence, criterion.name)

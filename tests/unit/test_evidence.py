@@ -14,6 +14,7 @@ The expected values are computed by hand from closed forms:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,12 +33,20 @@ from acceltrial.engine.analysis import Judgement, Reading, round_outcome, tally
 from acceltrial.engine.evidence import (
     error_ratio_interval,
     error_ratio_p_value,
+    evidence_forecast,
+    expected_requests,
     need_of,
     rate_interval,
     record,
     shortfalls,
 )
-from acceltrial.engine.lifecycle import Measurement, Observation, decide, measurement_due
+from acceltrial.engine.lifecycle import (
+    Measurement,
+    Observation,
+    criteria_hash,
+    decide,
+    measurement_due,
+)
 from acceltrial.engine.weighing import judge_window
 
 T0 = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
@@ -296,3 +305,45 @@ def test_a_busy_service_is_promoted_and_the_decision_says_on_what() -> None:
     assert status.decision.reason_code == PROMOTED
     assert "judged on the candidate's requests: errors" in status.decision.reason
     assert "(needs 100)" in status.decision.reason
+
+
+# -- the forecast before anything changes ---------------------------------------------------------
+
+
+def test_the_forecast_says_when_the_steps_cannot_gather_the_evidence() -> None:
+    spec = quiet_spec(
+        criteria=[
+            P99 | {"name": "latency"},
+            ERRORS | {"name": "errors", "fromWeight": 25},
+            {"name": "busy", "metric": "accelerator_utilization", "absolute": {"min": 0.1}},
+        ]
+    )
+    # 1.5 requests/s: steps 5%, 25%, 50% of 1m bring 0.075x60 + 0.375x60 + 0.75x60 = 72; the
+    # 1m bake 90; 162 in all, enough for 100. Errors from 25% only: 22.5 + 45 + 90 = 157.5.
+    assert expected_requests(spec, 1.5, spec.analysis.criteria[0]) == pytest.approx(162)
+    assert expected_requests(spec, 1.5, spec.analysis.criteria[1]) == pytest.approx(157.5)
+    assert evidence_forecast(spec, 1.5) == []
+    # 0.5 requests/s: 24 from the steps + 30 from the bake; 76 more need a bake of 152 s: 3m.
+    assert evidence_forecast(spec, 0.5) == [
+        "at 0.5 requests/s these steps and the bake bring the candidate about 54 requests; "
+        "latency: a p99 needs 100 requests: make promotion.bakeTime at least 3m (or the steps "
+        "longer)",
+        "at 0.5 requests/s these steps and the bake bring the candidate about 52 requests; "
+        "errors: an error ratio limited to 0.01 needs 100 requests (1/limit): make "
+        "promotion.bakeTime at least 3m (or the steps longer)",
+    ]
+
+
+def test_preflight_warns_once_and_the_trial_still_starts() -> None:
+    spec = quiet_spec()
+    status = TrialStatus(phase="Preflight", criteria_hash=criteria_hash(spec), started_at=T0)
+    seen = Observation(now=T0, generation=1, routing=ROUTING, baseline_request_rate=0.2)
+    result = decide(spec, status, seen)
+    assert result.status.phase == "Progressing", "a warning, not a refusal"
+    warned = [c for c in result.status.conditions or [] if c.type == "EvidenceExpected"]
+    assert [(c.status, c.reason) for c in warned] == [("False", "TooLittleTraffic")]
+    assert "about 22 requests" in warned[0].message
+    assert [e.reason for e in result.events if e.type == "Warning"] == ["TooLittleTraffic"]
+    enough = decide(spec, status, replace(seen, baseline_request_rate=20.0)).status
+    said = [(c.status, c.reason) for c in enough.conditions or [] if c.type == "EvidenceExpected"]
+    assert said == [("True", "EnoughTraffic")]

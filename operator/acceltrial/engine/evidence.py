@@ -17,6 +17,8 @@ is their largest one, an error ratio of 0 of 40 allows anything up to 7%. This m
   is no data (Inconclusive), as ever.
 - **the promotion's evidence** (:func:`shortfalls`): each criterion's candidate requests counted
   over every window the trial judged it on, against its need.
+- **the forecast** (:func:`evidence_forecast`): before anything changes, whether the steps and
+  the bake can bring that many requests at the baseline's traffic today.
 - **intervals** (:func:`error_ratio_interval`, :func:`rate_interval`): exact (Clopper-Pearson)
   bounds for a proportion and exact (Garwood) bounds for a Poisson count, as the report states
   them ("0 of 175 failed; 95% upper bound 1.7%").
@@ -30,7 +32,8 @@ from dataclasses import dataclass
 
 from scipy import special  # type: ignore[import-untyped]
 
-from acceltrial.api.spec import Criterion
+from acceltrial.api.durations import duration_seconds
+from acceltrial.api.spec import Criterion, TrialSpec
 from acceltrial.api.status import CriterionEvidence, CriterionResult
 from acceltrial.engine.metrics import COST_METRICS, UTILIZATION_METRIC
 
@@ -206,3 +209,39 @@ def judged_on(criteria: Sequence[Criterion], evidence: Sequence[CriterionEvidenc
     if not said:
         return ""
     return "judged on the candidate's requests: " + ", ".join(said)
+
+
+# -- before the trial starts: can these steps gather the evidence? --------------------------------
+
+
+def expected_requests(spec: TrialSpec, requests_per_second: float, criterion: Criterion) -> float:
+    """About how many of the candidate's requests the steps (at or above the criterion's
+    ``fromWeight``; a mirror step's copies count) and the bake (at 100%) bring it, at today's
+    traffic."""
+    steps = sum(
+        requests_per_second * (step.share or step.mirrored) / 100 * duration_seconds(step.duration)
+        for step in spec.steps
+        if step.share >= criterion.from_weight or (step.mirrored and not criterion.from_weight)
+    )
+    return steps + requests_per_second * duration_seconds(spec.promotion.bake_time)
+
+
+def evidence_forecast(spec: TrialSpec, requests_per_second: float) -> list[str]:
+    """Each criterion these steps cannot gather its evidence for at today's traffic, with the
+    bake that would (empty: they can)."""
+    short = []
+    for criterion in spec.analysis.criteria:
+        need = need_of(criterion)
+        if need is None:
+            continue
+        expected = expected_requests(spec, requests_per_second, criterion)
+        if expected >= need.requests:
+            continue
+        from_steps = expected - requests_per_second * duration_seconds(spec.promotion.bake_time)
+        bake = math.ceil((need.requests - from_steps) / max(requests_per_second, 1e-9) / 60)
+        short.append(
+            f"at {requests_per_second:.3g} requests/s these steps and the bake bring the candidate "
+            f"about {expected:.0f} requests; {criterion.name}: {need.why}: make "
+            f"promotion.bakeTime at least {bake}m (or the steps longer)"
+        )
+    return short

@@ -56,12 +56,15 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
 from acceltrial.engine.compile_gate import CompileJobState, StartCompile, compile_gate
 from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
-from acceltrial.engine.evidence import judged_on, record, shortfalls
+from acceltrial.engine.evidence import evidence_forecast, judged_on, record, shortfalls
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.route_guard import route_guard
 
 RECENT_RESULTS = 64
+EVIDENCE_EXPECTED = "EvidenceExpected"
+"""Condition: whether the steps can bring the candidate the requests its promotion needs."""
+TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
 _PROGRESSING_PHASES = frozenset({"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"})
 _MEASURED_PHASES = frozenset({"Progressing", "Paused", "BakingIn"})
@@ -195,6 +198,9 @@ class Observation:
     refused: str | None = None
     """A request the API server refused for good (400, 403, 404, 422), with what was being
     done: the trial ends instead of retrying forever."""
+    baseline_request_rate: float | None = None
+    """In Preflight, once nothing holds the trial: the baseline's requests/s over the last
+    interval (None when it cannot be read), for the evidence forecast."""
     candidate_handed_over: bool = False
     """While baking: the candidate already belongs to nobody, so a tick that promoted applied
     its actions but its status write was lost."""
@@ -354,11 +360,34 @@ class _Tick:
         # The routing as found is recorded before a compile Job runs: the trial's record of
         # what it must leave as it was, whatever the compile's outcome.
         self._update(original=self.status.original or self.obs.routing)
+        self._forecast_evidence()
         if not self._compiled():
             return
         self._update(step=0, canary_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
         self._enter("Progressing", "deploying the candidate; waiting for it to be Available")
+
+    def _forecast_evidence(self) -> None:
+        """Say before anything changes when these steps cannot bring the candidate the requests
+        its promotion will need at today's traffic: condition EvidenceExpected (a warning; the
+        trial still starts)."""
+        rate = self.obs.baseline_request_rate
+        known = any(c.type == EVIDENCE_EXPECTED for c in self._conditions())
+        if rate is None or known:
+            return
+        short = evidence_forecast(self.spec, rate)
+        if short:
+            message = "; ".join(short)
+            self.events.append(Event("Warning", TOO_LITTLE_TRAFFIC, message))
+            conditions = self._condition(
+                self._conditions(), EVIDENCE_EXPECTED, "False", message, TOO_LITTLE_TRAFFIC
+            )
+        else:
+            said = f"at {rate:.3g} requests/s the steps and the bake can bring what it needs"
+            conditions = self._condition(
+                self._conditions(), EVIDENCE_EXPECTED, "True", said, "EnoughTraffic"
+            )
+        self._update(conditions=conditions)
 
     def _compiled(self) -> bool:
         """The compile gate (engine/compile_gate.py): False while the compile Job runs or when

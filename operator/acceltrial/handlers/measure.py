@@ -6,6 +6,7 @@ module only gathers what it needs (pods, prices, readings) and runs the requests
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,7 +19,7 @@ from acceltrial.engine.measurement import (
     preflight_window,
 )
 from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
-from acceltrial.engine.metrics import Variant
+from acceltrial.engine.metrics import MetricRequest, PresetMetric, Variant, offers
 from acceltrial.handlers.metrics_source import metrics_source
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.metrics.port import MetricsSource, RequestError, collect
@@ -56,6 +57,25 @@ def metric_problems(snapshot: TickSnapshot, now: datetime) -> list[str]:
     except RequestError as error:
         return [f"a query cannot be rendered: {error}"]
     return unjudgeable(answers(planned, readings))
+
+
+def baseline_request_rate(snapshot: TickSnapshot, now: datetime) -> float | None:
+    """The baseline's requests/s over the last interval, as the preset reads it; None when the
+    preset has no such metric or the reading fails (the forecast is then left out)."""
+    analysis = snapshot.spec.analysis
+    if not offers(analysis.preset, "request_rate") or "baseline" not in snapshot.targets:
+        return None
+    request = MetricRequest("baseline-request-rate", "baseline", PresetMetric("request_rate"))
+    try:
+        reading = collect(
+            [request], _source(snapshot), snapshot.targets, preflight_window(analysis, now)
+        ).readings.get(("baseline-request-rate", "baseline"))
+    except RequestError:
+        return None
+    if reading is None or reading.error is not None or len(reading.values) != 1:
+        return None
+    rate = reading.values[0]
+    return rate if math.isfinite(rate) and rate >= 0 else None
 
 
 def _source(snapshot: TickSnapshot) -> MetricsSource:

@@ -107,6 +107,8 @@ class TrialWorld:
             observed_weight = self.router.weight(status.original)
             conflict, refusal = self._route_verdicts(status)
         measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
+        forecast = phase == "Preflight" and not problems and not waits
+        rate = measuring.baseline_request_rate(self.snapshot, now) if forecast else None
         candidate = self.snapshot.candidate
         return Observation(
             now=now,
@@ -124,6 +126,7 @@ class TrialWorld:
             action=action,
             compile_job=self._compile_job() if phase == "Preflight" and not problems else None,
             candidate_handed_over=phase == "BakingIn" and self.candidate_handed_over(),
+            baseline_request_rate=rate,
         )
 
     def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:

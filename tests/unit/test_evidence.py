@@ -24,6 +24,7 @@ from acceltrial.api.reasons import INCONCLUSIVE, PROMOTED
 from acceltrial.api.spec import Criterion, TrialSpec
 from acceltrial.api.status import (
     AnalysisCounts,
+    CriterionEvidence,
     CriterionResult,
     RequestCounts,
     TrialStatus,
@@ -47,7 +48,7 @@ from acceltrial.engine.lifecycle import (
     decide,
     measurement_due,
 )
-from acceltrial.engine.weighing import judge_window
+from acceltrial.engine.weighing import judge_window, pooled_failures
 
 T0 = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 
@@ -347,3 +348,67 @@ def test_preflight_warns_once_and_the_trial_still_starts() -> None:
     enough = decide(spec, status, replace(seen, baseline_request_rate=20.0)).status
     said = [(c.status, c.reason) for c in enough.conditions or [] if c.type == "EvidenceExpected"]
     assert said == [("True", "EnoughTraffic")]
+
+
+# -- thin windows pooled ---------------------------------------------------------------------------
+
+
+def window_row(served: float, p99: float, base_served: float, base_p99: float) -> CriterionEvidence:
+    return CriterionEvidence(
+        criterion="c", step=1, weight=5, windows=1, thin_windows=1,
+        candidate_requests=served, baseline_requests=base_served,
+        candidate_value_sum=p99 * served, baseline_value_sum=base_p99 * base_served,
+    )  # fmt: skip
+
+
+RELATIVE_P99 = {"metric": "latency_p99", "relative": {"max": 1.2}}
+
+
+def test_a_thin_window_is_judged_on_the_steps_windows_pooled_once_they_are_enough() -> None:
+    relative = criterion(**RELATIVE_P99)
+    before = [window_row(40, 5.0, 700, 2.8), window_row(40, 4.6, 700, 3.0)]
+    # 40 + 40 + 30 = 110 requests; (200 + 184 + 30 x 5.2) / 110 = 4.909 against
+    # (1960 + 2100 + 2100) / 2100 = 2.933: 1.67x, beyond 1.2.
+    judged = judge_window(relative, one(3.0, 700), one(5.2, 30), step=before)
+    assert (judged.verdict, judged.thin) == ("Fail", False)
+    assert "pooled over 110 of the candidate's requests: 4.909 is 1.67x" in judged.reason
+    assert judged.candidate == 5.2, "the window keeps its own figure"
+    alone = judge_window(relative, one(3.0, 700), one(5.2, 30), step=before[:1])
+    assert alone.thin, "70 requests pooled are still fewer than 100"
+
+
+def test_the_promotion_judges_a_criterion_never_judged_on_enough_on_everything_pooled() -> None:
+    relative = criterion(**RELATIVE_P99)
+    thin_rows = [window_row(30, 5.0, 600, 2.8), window_row(80, 5.0, 100, 2.8)]
+    assert pooled_failures([relative], thin_rows) == [
+        "c: pooled over 110 of the candidate's requests: 5 is 1.79x the baseline's 2.8 (limit "
+        "max 1.2)"
+    ]
+    good = [window_row(30, 2.5, 600, 2.8), window_row(80, 2.9, 100, 2.8)]
+    assert pooled_failures([relative], good) == []
+    judged_once = [*thin_rows, thin_rows[0].model_copy(update={"thin_windows": 0, "step": 2})]
+    assert pooled_failures([relative], judged_once) == [], "judged on enough in a step already"
+
+
+def test_a_regression_seen_only_in_thin_windows_is_rolled_back_at_the_promotion() -> None:
+    spec = quiet_spec(criteria=[RELATIVE_P99 | {"name": "c"}])
+    status, now = TrialStatus(), T0
+    for _ in range(12):
+        now += timedelta(minutes=1)
+        measurement = None
+        if measurement_due(spec, status, now) and status.phase not in (None, "Pending"):
+            weight = status.canary_weight or 0
+            thin = CriterionResult(
+                criterion="c", step=0 if status.phase == "BakingIn" else status.step or 0,
+                weight=weight, verdict="Inconclusive", thin=True, candidate=5.0, baseline=2.8,
+                requests=RequestCounts(candidate=30, baseline=300), reason="thin", at=now,
+            )  # fmt: skip
+            measurement = Measurement("Thin", "c: thin", (thin,))
+        seen = Observation(now=now, generation=1, routing=ROUTING, candidate_available=True,
+                           candidate_available_replicas=1, measurement=measurement)  # fmt: skip
+        status = decide(spec, status, seen).status
+        if status.phase == "RolledBack":
+            break
+    assert status.decision is not None
+    assert status.decision.reason_code == "CriterionFailed"
+    assert "pooled over 120 of the candidate's requests" in status.decision.reason

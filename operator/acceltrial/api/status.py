@@ -135,6 +135,11 @@ class RequestCounts(ApiModel):
     """The baseline's requests in the window, when a relative criterion read them."""
     candidate_errors: float | None = Field(default=None, ge=0)
     """The candidate's failed requests among them (error-ratio criteria)."""
+    candidate_value_sum: float | None = None
+    """The candidate's figure in each window times its requests, summed: over
+    candidateRequests, the figure pooled over the step."""
+    baseline_value_sum: float | None = None
+    """The same for the baseline (relative criteria), over baselineRequests."""
     spans_step: bool = False
     """The counts span the step so far (a sequential test), not one analysis interval."""
 
@@ -208,6 +213,11 @@ class CriterionEvidence(ApiModel):
     """The baseline's, when read."""
     candidate_errors: float | None = Field(default=None, ge=0)
     """The candidate's failed requests among them (error-ratio criteria)."""
+    candidate_value_sum: float | None = None
+    """The candidate's figure in each window times its requests, summed: over
+    candidateRequests, the figure pooled over the step."""
+    baseline_value_sum: float | None = None
+    """The same for the baseline (relative criteria), over baselineRequests."""
 
 
 class VariantEconomics(ApiModel):

@@ -165,6 +165,7 @@ def _added(row: CriterionEvidence, result: CriterionResult) -> CriterionEvidence
         errors = counted.candidate_errors + (0.0 if spans_step else (errors or 0.0))
     return row.model_copy(
         update={
+            **_value_sums(row, result, spans_step),
             "windows": row.windows + 1,
             "thin_windows": row.thin_windows + result.thin,
             "candidate_requests": candidate,
@@ -172,6 +173,27 @@ def _added(row: CriterionEvidence, result: CriterionResult) -> CriterionEvidence
             "candidate_errors": errors,
         }
     )
+
+
+def _value_sums(
+    row: CriterionEvidence, result: CriterionResult, spans_step: bool
+) -> dict[str, float | None]:
+    """Each variant's figure times its requests, added to the step's sums (none for a count
+    spanning the step: a sequential test has no figure to pool)."""
+    counted = result.requests
+    assert counted is not None
+    if spans_step:
+        return {}
+    sums: dict[str, float | None] = {}
+    if result.candidate is not None:
+        sums["candidate_value_sum"] = (row.candidate_value_sum or 0.0) + (
+            result.candidate * counted.candidate
+        )
+    if result.baseline is not None and counted.baseline is not None:
+        sums["baseline_value_sum"] = (row.baseline_value_sum or 0.0) + (
+            result.baseline * counted.baseline
+        )
+    return sums
 
 
 def candidate_requests(evidence: Sequence[CriterionEvidence], criterion: str) -> float:

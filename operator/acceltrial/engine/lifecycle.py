@@ -60,6 +60,7 @@ from acceltrial.engine.evidence import evidence_forecast, judged_on, record, sho
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.route_guard import route_guard
+from acceltrial.engine.weighing import pooled_failures
 
 RECENT_RESULTS = 64
 EVIDENCE_EXPECTED = "EvidenceExpected"
@@ -605,9 +606,16 @@ class _Tick:
         return counts is not None and counts.last_outcome in ("Pass", "Thin")
 
     def _enough_evidence(self) -> bool:
-        """The promotion's evidence rule (engine/evidence.py); when short, the trial is
-        Inconclusive and ``onInconclusive`` applies."""
-        short = shortfalls(self.spec.analysis.criteria, self.status.evidence or [])
+        """The promotion's evidence rule (engine/evidence.py): a criterion never judged on
+        enough requests in one step is judged on all its windows pooled, and rolls back when
+        that fails; when its requests fall short, the trial is Inconclusive and
+        ``onInconclusive`` applies."""
+        evidence = self.status.evidence or []
+        failed = pooled_failures(self.spec.analysis.criteria, evidence)
+        if failed:
+            self._roll_back("rollback", CRITERION_FAILED, "; ".join(failed) + " (the promotion)")
+            return False
+        short = shortfalls(self.spec.analysis.criteria, evidence)
         if not short:
             return True
         why = "not enough evidence to promote: " + "; ".join(short)

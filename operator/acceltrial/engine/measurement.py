@@ -18,6 +18,7 @@ from acceltrial.api.durations import duration_seconds
 from acceltrial.api.spec import AnalysisSpec, TrialSpec
 from acceltrial.api.status import (
     BaselineCostFromSteps,
+    CriterionEvidence,
     CriterionResult,
     RequestCounts,
     SampleCounts,
@@ -63,6 +64,9 @@ class MeasurementPlan:
     production traffic is then the baseline's."""
     from_steps: BaselineCostFromSteps | None
     """The baseline's cost figures kept from the steps, compared with during the bake."""
+    evidence: tuple[CriterionEvidence, ...] = ()
+    """What the criteria were judged on so far in this step at this weight: a thin window is
+    judged on them pooled with it."""
 
 
 def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> MeasurementPlan:
@@ -76,14 +80,18 @@ def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> Mea
     )
     # At 100% the baseline serves nothing: compare with its last window of traffic.
     baseline_end = status.step_started_at if baking else None
+    step = 0 if baking else status.step or 0
     return MeasurementPlan(
         window=MeasurementWindow(start, now, max(1.0, interval / 4), baseline_end),
         cost_window=CostWindow(now, interval, weight, status.step_started_at, baking),
         weight=weight,
-        step=0 if baking else status.step or 0,
+        step=step,
         baking=baking,
         mirror=mirror_at(spec, status),
         from_steps=status.economics.baseline_from_steps if status.economics else None,
+        evidence=tuple(
+            row for row in status.evidence or [] if (row.step, row.weight) == (step, weight)
+        ),
     )
 
 
@@ -121,12 +129,17 @@ def judge_measurement(
         spec.economics,
         production_from=_production_from(planned),
     )
+
+    def so_far(criterion: str) -> list[CriterionEvidence]:
+        return [row for row in planned.evidence if row.criterion == criterion]
+
     judgements = [
         weigh(
             judge_cost_criterion(c, readings, costs, planned.cost_window, planned.from_steps),
             c,
             requests_served(readings, "candidate"),
             spec.analysis.alpha,
+            so_far(c.name),
         )
         if c.metric in COST_METRICS
         else judge_window(
@@ -134,6 +147,7 @@ def judge_measurement(
             readings.get((c.name, "baseline")),
             readings.get((c.name, "candidate")),
             spec.analysis,
+            so_far(c.name),
         )
         for c in applicable(spec.analysis, planned.weight)
     ]

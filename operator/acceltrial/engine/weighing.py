@@ -2,26 +2,32 @@
 
 Pure. :func:`judge_window` judges a criterion on one measurement's readings (as
 :func:`~acceltrial.engine.analysis.judge` does) and then weighs the verdict by the candidate's
-requests in the window (:func:`weigh`): fewer than the criterion needs (engine/evidence.py) make
-the window *thin*, neither pass nor fail, unless the breach is already decisive. A thin window is
-not inconclusive: it counts toward no limit, and a step whose windows were thin advances at its
-end (a small step limits the blast radius; it cannot prove parity). The promotion then asks for
-the evidence every judged window added up to (:func:`~acceltrial.engine.evidence.shortfalls`).
+requests in the window (:func:`weigh`). Fewer than the criterion needs (engine/evidence.py) are
+judged on the step's windows pooled so far (:func:`judge_pooled`: each variant's figure averaged
+over its requests) once those are enough; until then the window is *thin*, neither pass nor
+fail, unless the breach is already decisive. A thin window is not inconclusive: it counts toward
+no limit, and a step whose windows were thin advances at its end (a small step limits the blast
+radius; it cannot prove parity). The promotion then asks for the evidence every judged window
+added up to (:func:`~acceltrial.engine.evidence.shortfalls`) and judges a criterion that was
+never judged on enough in a step on all its windows pooled.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 from acceltrial.api.spec import AnalysisSpec, Criterion
-from acceltrial.engine.analysis import Judgement, Reading, judge
+from acceltrial.api.status import CriterionEvidence
+from acceltrial.engine.analysis import Judgement, Reading, judge, judge_cost
 from acceltrial.engine.evidence import (
     CLEAR_BREACH,
     ERROR_METRIC,
     error_ratio_p_value,
     need_of,
 )
+from acceltrial.engine.metrics import COST_METRICS
 
 DEFAULT_ALPHA = 0.01
 """The exact test's level for a decisive breach on few requests, when no analysis is given."""
@@ -32,8 +38,10 @@ def judge_window(
     baseline: Reading | None,
     candidate: Reading | None,
     analysis: AnalysisSpec | None = None,
+    step: Sequence[CriterionEvidence] = (),
 ) -> Judgement:
-    """Judge one criterion on one window and weigh the verdict by its requests."""
+    """Judge one criterion on one window and weigh the verdict by its requests (and the
+    ``step``'s earlier windows of it, from ``status.evidence``)."""
     judged = judge(criterion, baseline, candidate, analysis)
     if judged.spans_step:
         return judged  # a sequential test: valid at any count, its requests already counted
@@ -46,7 +54,7 @@ def judge_window(
         # A rank-sum test has its own evidence rule (minSamples); its requests are counted.
         return replace(counted, candidate_requests=_requests(candidate))
     alpha = analysis.alpha if analysis is not None else DEFAULT_ALPHA
-    return weigh(counted, criterion, _requests(candidate), alpha)
+    return weigh(counted, criterion, _requests(candidate), alpha, step)
 
 
 def _requests(reading: Reading | None) -> float | None:
@@ -67,9 +75,11 @@ def weigh(
     criterion: Criterion,
     requests: float | None,
     alpha: float,
+    step: Sequence[CriterionEvidence] = (),
 ) -> Judgement:
-    """The judgement of one window weighed by the candidate's requests in it: thin (neither
-    pass nor fail) when they are fewer than the criterion needs, unless the breach is decisive."""
+    """The judgement of one window weighed by the candidate's requests in it: judged on the
+    ``step``'s windows pooled with it when it holds fewer than the criterion needs, and thin
+    (neither pass nor fail) while those are fewer too, unless the breach is decisive."""
     need = need_of(criterion)
     counted = replace(judgement, candidate_requests=requests)
     if need is None or requests is None or judgement.verdict == "Inconclusive":
@@ -92,6 +102,10 @@ def weigh(
         decisive = _decisive(judgement, criterion, requests, alpha)
         if decisive is not None:
             return replace(counted, reason=f"{judgement.reason}; decisive on {held}: {decisive}")
+    pooled = judge_pooled(criterion, [*step, _as_evidence(counted)])
+    if pooled is not None:
+        # The window's own figures stay (the step's sums add them); the verdict is the step's.
+        return replace(counted, verdict=pooled.verdict, reason=f"{pooled.reason} in this step")
     return replace(
         counted, verdict="Inconclusive", thin=True, reason=f"thin: {held} ({judgement.reason})"
     )
@@ -127,3 +141,68 @@ def breach_factor(judgement: Judgement, criterion: Criterion) -> float | None:
     if bounds.min is not None and bounds.min > 0 and value < bounds.min:
         factors.append(math.inf if value <= 0 else bounds.min / value)
     return max(factors) if factors else None
+
+
+def _as_evidence(judgement: Judgement) -> CriterionEvidence:
+    """One window's judgement as a row of evidence, to pool with the step's."""
+    served = judgement.candidate_requests or 0.0
+    base_served = judgement.baseline_requests
+    return CriterionEvidence(
+        criterion=judgement.criterion,
+        step=0,
+        weight=0,
+        windows=1,
+        candidate_requests=served,
+        baseline_requests=base_served,
+        candidate_value_sum=None if judgement.candidate is None else judgement.candidate * served,
+        baseline_value_sum=(
+            None
+            if judgement.baseline is None or base_served is None
+            else judgement.baseline * base_served
+        ),
+    )
+
+
+def judge_pooled(criterion: Criterion, rows: Sequence[CriterionEvidence]) -> Judgement | None:
+    """The criterion judged on the figures of ``rows`` pooled (each variant's figure averaged
+    over its requests), or None while they hold fewer requests than it needs or cannot be
+    pooled (a statistical test; a relative criterion without the baseline's)."""
+    need = need_of(criterion)
+    valued = [row for row in rows if row.candidate_value_sum is not None]
+    served = sum(row.candidate_requests for row in valued)
+    if criterion.statistical is not None or need is None or served < need.requests or not served:
+        return None
+    candidate = sum(row.candidate_value_sum or 0.0 for row in valued) / served
+    baseline = None
+    if criterion.relative is not None:
+        paired = [r for r in rows if r.baseline_value_sum is not None and r.baseline_requests]
+        base_served = sum(r.baseline_requests or 0.0 for r in paired)
+        if base_served < need.requests or not base_served:
+            return None
+        baseline = sum(r.baseline_value_sum or 0.0 for r in paired) / base_served
+    if criterion.metric in COST_METRICS:
+        judged = judge_cost(criterion, baseline, candidate, "not pooled")
+    else:
+        judged = judge(
+            criterion,
+            None if baseline is None else Reading(values=(baseline,), series=1),
+            Reading(values=(candidate,), series=1),
+        )
+    said = f"pooled over {served:.0f} of the candidate's requests: {judged.reason}"
+    return replace(judged, reason=said)
+
+
+def pooled_failures(
+    criteria: Sequence[Criterion], evidence: Sequence[CriterionEvidence]
+) -> list[str]:
+    """Each criterion every window of which was thin (never judged on enough requests in a
+    step) that fails on all its windows pooled, in words."""
+    failed = []
+    for criterion in criteria:
+        rows = [row for row in evidence if row.criterion == criterion.name]
+        if not rows or any(row.windows > row.thin_windows for row in rows):
+            continue
+        pooled = judge_pooled(criterion, rows)
+        if pooled is not None and pooled.verdict == "Fail":
+            failed.append(f"{criterion.name}: {pooled.reason}")
+    return failed

@@ -10,7 +10,7 @@ it decides none of this.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -135,7 +135,10 @@ def judge_measurement(
 
     judgements = [
         weigh(
-            judge_cost_criterion(c, readings, costs, planned.cost_window, planned.from_steps),
+            _with_baseline_requests(
+                judge_cost_criterion(c, readings, costs, planned.cost_window, planned.from_steps),
+                readings,
+            ),
             c,
             requests_served(readings, "candidate"),
             spec.analysis.alpha,
@@ -182,6 +185,14 @@ def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> Crit
         reason=judgement.reason[:1024],
         at=now,
     )
+
+
+def _with_baseline_requests(judgement: Judgement, readings: Readings) -> Judgement:
+    """A cost judgement with the baseline's requests behind its figure, so thin windows of a
+    relative cost criterion can be pooled like any other."""
+    if judgement.baseline is None:
+        return judgement
+    return replace(judgement, baseline_requests=requests_served(readings, "baseline"))
 
 
 def _request_counts(judgement: Judgement) -> RequestCounts | None:

@@ -162,6 +162,9 @@ class Measurement:
     """The cost comparison of this measurement, kept in status.economics."""
     observed: Mapping[Variant, Mapping[str, float | None]] | None = None
     """Per variant, the figures the report shows side by side (request rate, latency, ...)."""
+    queries: Mapping[str, Mapping[Variant, str]] | None = None
+    """The query each reading used, by reading (a criterion, or ``economics:`` and a cost input)
+    and variant, for the report."""
 
 
 @dataclass(frozen=True)

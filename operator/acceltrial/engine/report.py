@@ -22,6 +22,7 @@ from acceltrial.api.report import (
     CriterionLimit,
     CriterionSummary,
     Point,
+    ReadingQuery,
     Report,
     VariantFigures,
     Variants,
@@ -103,6 +104,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         compile=status.compile,
         controlled_test=_controlled_test(spec, status, point, previous),
         timeline=timeline,
+        queries=_queries(previous, inputs, point),
         capacity=status.capacity,
         gitops=inputs.gitops if gitops_due(status) else None,
     )
@@ -152,6 +154,23 @@ def _point(inputs: ReportInputs) -> Point | None:
         baseline=values["baseline"],
         candidate=values["candidate"],
     )
+
+
+def _queries(
+    previous: Report | None, inputs: ReportInputs, point: Point | None
+) -> list[ReadingQuery]:
+    """Each reading's query as last asked: this measurement's replace the earlier ones."""
+    kept = {(q.reading, q.variant): q for q in (previous.queries if previous else [])}
+    asked = inputs.measurement.queries if inputs.measurement else None
+    if point is not None and asked:
+        for reading, per_variant in asked.items():
+            for variant, query in per_variant.items():
+                kept[(reading, variant)] = ReadingQuery(
+                    reading=reading, variant=variant, query=query, measured_at=point.at,
+                    step=point.step, weight=point.weight,
+                )  # fmt: skip
+    return sorted(kept.values(), key=lambda q: (q.reading.startswith("economics:"), q.reading,
+                                                q.variant))  # fmt: skip
 
 
 def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:

@@ -215,6 +215,9 @@ def query_rows(report: Report) -> list[list[str]]:
     rows = [["reading", "variant", "last asked for", "query"]]
     for asked in report.queries:
         when = window_of(asked.step, asked.weight, asked.measured_at)
+        if asked.variant == "baseline" and (asked.step == 0 or asked.weight == 100):
+            ended = _clock(asked.measured_at)
+            when = f"its last window with traffic, ending {ended} as the bake began"
         rows.append([asked.reading, asked.variant, when, asked.query])
     return rows
 
@@ -276,7 +279,7 @@ def markdown(report: Report) -> str:
     out += ["", "## Queries", ""]
     if len(asked) > 1:
         out += [QUERIES_SAID, ""]
-        out += [f"- `{r}`, {v}, {when}: `` {q} ``" for r, v, when, q in asked[1:]]
+        out += [f"- `{r}`, {v}, {when}: ``{q}``" for r, v, when, q in asked[1:]]
     else:
         out.append(_no_measurement(report))
     out += [

@@ -47,7 +47,11 @@ def economics_window(economics: EconomicsStatus) -> str:
     """The window of ``status.economics``; figures kept before windows were recorded say so."""
     if economics.measured_at is None:
         return "the latest measurement with traffic (its window was not recorded)"
-    return window_of(economics.step, economics.weight, economics.measured_at)
+    said = window_of(economics.step, economics.weight, economics.measured_at)
+    if economics.step == 0 or economics.weight == 100:
+        # During the bake the baseline serves nothing: it is read over its last window of traffic.
+        said += "; the baseline's from its last window with traffic, before the bake"
+    return said
 
 
 def dollars(value: float) -> str:
@@ -90,7 +94,9 @@ def rounding(figures: VariantEconomics) -> str:
         parts.append(f"{needed:.2f} rounded up" if rounded else f"{needed:.2f} needed")
     low, high = figures.projected_replicas_low, figures.projected_replicas_high
     if low is not None and high is not None and low != high:
-        parts.append(f"{low} to {high} with utilization {UTILIZATION_BAND:.0%} points either way")
+        parts.append(
+            f"{low} to {high} with utilization {UTILIZATION_BAND * 100:g} points either way"
+        )
     return "; ".join(parts)
 
 

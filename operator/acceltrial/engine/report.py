@@ -163,11 +163,15 @@ def _queries(
     kept = {(q.reading, q.variant): q for q in (previous.queries if previous else [])}
     asked = inputs.measurement.queries if inputs.measurement else None
     if point is not None and asked:
+        # During the bake the baseline is read over its last window of traffic, which ends
+        # when the bake began.
+        bake_began = inputs.status.step_started_at if point.weight == 100 else None
         for reading, per_variant in asked.items():
             for variant, query in per_variant.items():
+                before = bake_began if variant == "baseline" else None
                 kept[(reading, variant)] = ReadingQuery(
-                    reading=reading, variant=variant, query=query, measured_at=point.at,
-                    step=point.step, weight=point.weight,
+                    reading=reading, variant=variant, query=query,
+                    measured_at=before or point.at, step=point.step, weight=point.weight,
                 )  # fmt: skip
     return sorted(kept.values(), key=lambda q: (q.reading.startswith("economics:"), q.reading,
                                                 q.variant))  # fmt: skip

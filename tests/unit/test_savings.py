@@ -110,8 +110,8 @@ def test_the_demo_in_words() -> None:
         "utilization)."
     )
     assert payback_line(status, 9600) == (
-        "Migration effort $9,600: pays back in 297.9 months at today's replicas; in 12.5 to "
-        "297.9 months at the projected replicas."
+        "Migration effort $9,600: at today's replicas, pays back in 297.9 months; at the "
+        "projected replicas, pays back in 12.5 to 297.9 months."
     )
 
 
@@ -121,8 +121,9 @@ def test_a_range_across_zero_and_a_payback_that_may_never_come() -> None:
     assert "1 inf2.8xlarge (1.00 needed; 1 to 2 with utilization 5 points either way)" in said
     assert "saves up to $767 per month or costs up to $1,404 more" in said
     assert payback_line(status, 9600) == (
-        "Migration effort $9,600: pays back in 297.9 months at today's replicas; in 12.5 months "
-        "at best, never at worst (it may save nothing) at the projected replicas."
+        "Migration effort $9,600: at today's replicas, pays back in 297.9 months; at the "
+        "projected replicas, pays back in 12.5 months at best, never at worst (it may save "
+        "nothing)."
     )
 
 

@@ -120,9 +120,12 @@ def side_by_side(report: Report) -> list[tuple[str, str, str]]:
         ("price source", *pair(_source)),
     ]
     if econ is not None:  # the cost figures: from the window of status.economics
-        costs_from = economics_window(econ)
         rows += [
-            ("cost figures from", costs_from, costs_from),
+            (
+                "cost figures from",
+                economics_window(econ, "baseline"),
+                economics_window(econ, "candidate"),
+            ),
             ("replicas priced (serving in that window)", *cost_count("replicas")),
             ("cost per hour", *cost("cost_per_hour", "/h")),
             ("observed cost per 1M tokens", *cost("observed_cost_per_million_tokens", "")),

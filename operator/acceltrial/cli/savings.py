@@ -29,10 +29,17 @@ class Verbs:
     or_costs: str
     """The second verb of 'saves up to $767 or costs up to $1,405 more'."""
     pays_back: str
+    never: str
 
 
-MADE = Verbs("saves", "costs", "costs", "pays back")
-WOULD_HAVE = Verbs("would have saved", "would have cost", "cost", "would have paid back")
+MADE = Verbs("saves", "costs", "costs", "pays back", "never pays back")
+WOULD_HAVE = Verbs(
+    "would have saved",
+    "would have cost",
+    "cost",
+    "would have paid back",
+    "would never have paid back",
+)
 
 
 def window_of(step: int | None, weight: int | None, at: datetime | None) -> str:
@@ -43,15 +50,25 @@ def window_of(step: int | None, weight: int | None, at: datetime | None) -> str:
     return f"{where} ({weight}% to the candidate), window ending {at.strftime('%H:%M:%S')} UTC"
 
 
-def economics_window(economics: EconomicsStatus) -> str:
-    """The window of ``status.economics``; figures kept before windows were recorded say so."""
+def economics_window(economics: EconomicsStatus, variant: str | None = None) -> str:
+    """The window of ``status.economics`` (of one variant's figures, or of both); figures kept
+    before windows were recorded say so."""
     if economics.measured_at is None:
         return "the latest measurement with traffic (its window was not recorded)"
     said = window_of(economics.step, economics.weight, economics.measured_at)
-    if economics.step == 0 or economics.weight == 100:
-        # During the bake the baseline serves nothing: it is read over its last window of traffic.
-        said += "; the baseline's from its last window with traffic, before the bake"
-    return said
+    if variant == "candidate" or not baking(economics):
+        return said
+    # During the bake the baseline serves nothing: it is read over its last window of traffic.
+    before = "its last window with traffic, before the bake"
+    return (
+        f"{before} (priced in {said})"
+        if variant == "baseline"
+        else f"{said}; the baseline's {before}"
+    )
+
+
+def baking(economics: EconomicsStatus) -> bool:
+    return economics.step == 0 or economics.weight == 100
 
 
 def dollars(value: float) -> str:
@@ -164,10 +181,6 @@ def _signed(value: float) -> str:
     return f"{dollars(value)} saved" if round(value) >= 0 else f"{dollars(value)} more"
 
 
-def _months(months: float | None) -> str:
-    return "never (nothing saved)" if months is None else f"{months:.1f} months"
-
-
 def payback_line(
     economics: EconomicsStatus, migration: float | None, verbs: Verbs = MADE
 ) -> str | None:
@@ -178,28 +191,29 @@ def payback_line(
     parts = []
     today = economics.current_monthly_savings
     if today is not None:
-        parts.append(f"in {_months(payback_months(migration, today))} at today's replicas")
+        parts.append(f"at today's replicas, {_payback(migration, today, today, verbs)}")
     projected = economics.projected_monthly_savings
-    ranged = _projected_range(economics)
-    if ranged is not None:
-        parts.append(f"{_months_between(migration, *ranged)} at the projected replicas")
-    elif projected is not None:
-        months = payback_months(migration, projected)
-        parts.append(f"in {_months(months)} at the projected replicas")
+    low, high = _projected_range(economics) or (projected, projected)
+    if projected is not None and low is not None and high is not None:
+        parts.append(f"at the projected replicas, {_payback(migration, low, high, verbs)}")
     effort = f"Migration effort {dollars(migration)}"
     if not parts:
         return f"{effort}: payback unknown (no cost figures were measured)."
-    return f"{effort}: {verbs.pays_back} {'; '.join(parts)}."
+    return f"{effort}: {'; '.join(parts)}."
 
 
-def _months_between(migration: float, low: float, high: float) -> str:
-    """Payback over a range of savings: fastest at the highest, slowest at the lowest."""
+def _payback(migration: float, low: float, high: float, verbs: Verbs) -> str:
+    """Payback over savings from ``low`` to ``high``: fastest at the highest, slowest at the
+    lowest."""
     fastest, slowest = payback_months(migration, high), payback_months(migration, low)
     if fastest is None:
-        return f"in {_months(None)}"
+        return f"{verbs.never} (nothing saved)"
     if slowest is None:
-        return f"in {fastest:.1f} months at best, never at worst (it may save nothing)"
-    return f"in {fastest:.1f} to {slowest:.1f} months"
+        at_best = f"{verbs.pays_back} in {fastest:.1f} months at best"
+        return f"{at_best}, never at worst (it may save nothing)"
+    if f"{fastest:.1f}" == f"{slowest:.1f}":
+        return f"{verbs.pays_back} in {fastest:.1f} months"
+    return f"{verbs.pays_back} in {fastest:.1f} to {slowest:.1f} months"
 
 
 def payoff_lines(report: Report) -> list[str]:

@@ -329,8 +329,9 @@ def test_every_figure_is_none_or_a_finite_positive_number(candidate: VariantInpu
         if isinstance(value, float | int) and name != "replicas":  # today's count: may be 0
             assert math.isfinite(value)
             assert value > 0
-    fewest, most = result.candidate.projected_replicas_range or (1, 1)
-    assert 1 <= fewest <= (result.candidate.projected_replicas or fewest) <= most
+    if result.candidate.projected_replicas_range is not None:
+        fewest, most = result.candidate.projected_replicas_range
+        assert 1 <= fewest <= (result.candidate.projected_replicas or fewest) <= most
     ranged = result.savings_range or ()
     for figure in (result.monthly_savings, result.payback_months,
                    result.current_monthly_savings, *ranged):  # fmt: skip

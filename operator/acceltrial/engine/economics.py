@@ -199,8 +199,11 @@ def replica_range(
     busy = _positive(utilization)
     if needed is None or busy is None or busy > 1:
         return None
-    low, high = max(busy - band, 0.0), min(busy + band, 1.0)
-    return rounded_up(needed * low / busy), rounded_up(needed * high / busy)
+    fewest = _ratio(needed * max(busy - band, 0.0), busy)
+    most = _ratio(needed * min(busy + band, 1.0), busy)
+    if fewest is None or most is None:
+        return None  # a near-zero utilization overflows: no range, as no capacity
+    return rounded_up(fewest), rounded_up(most)
 
 
 def migration_total(cost: MigrationCost | None) -> float | None:

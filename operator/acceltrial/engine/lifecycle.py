@@ -521,7 +521,14 @@ class _Tick:
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
         self._update(canary_weight=0)
-        self._enter(final, "routing restored as found; candidate removed")
+        # The candidate is deployed as the trial leaves preflight (step 0): before, nothing was.
+        deployed = self.status.step is not None
+        said = (
+            "routing restored as found; candidate removed"
+            if deployed
+            else ("nothing was changed: the candidate was never deployed")
+        )
+        self._enter(final, said)
 
     # -- analysis --------------------------------------------------------------------------
 

@@ -139,7 +139,7 @@ def _not_promoted(verdict: str, deciding: Mapping[str, str | None]) -> str:
         return f"nothing is saved: the trial {what} on {named} (cost among them)"
     return (
         f"nothing is saved: the trial {what} on {named}, not on cost;\n"
-        "  the figures above are what the candidate would have cost"
+        "  the figures above are what the candidate would have saved or cost"
     )
 
 

@@ -227,6 +227,17 @@ def test_every_figure_carries_the_window_it_came_from(ending: str) -> None:
         assert "window ending" in text or not report.timeline
 
 
+def test_the_workload_says_whose_traffic_and_which_window() -> None:
+    assert (
+        "requests in flight (the candidate alone, from the bake (100% to the candidate), window "
+        "ending 09:40:00 UTC)"
+    ) in markdown(played("promoted"))
+    assert (
+        "requests in flight (both variants together, from step 2 (25% to the candidate), window "
+        "ending 09:20:00 UTC)"
+    ) in markdown(played("aborted"))
+
+
 def test_an_abort_labels_its_cost_figures_with_the_5_percent_window() -> None:
     report = played("aborted")
     rows = {row[0]: row[1:] for row in side_by_side(report)}

@@ -69,6 +69,12 @@ class Workload(ApiModel):
     tokens_per_request: float | None = None
     concurrency: float | None = None
     """Requests in flight (Little's law: request rate x mean latency)."""
+    measured_at: datetime | None = None
+    """End of the measurement window these figures come from."""
+    step: int | None = None
+    """The step of that measurement; 0 for the bake."""
+    weight: int | None = None
+    """The candidate's share of traffic (%) during that measurement."""
 
 
 class Point(ApiModel):

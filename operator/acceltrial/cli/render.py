@@ -26,6 +26,7 @@ from acceltrial.api.report import (
     Point,
     Report,
     VariantFigures,
+    Workload,
 )
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.cli.savings import economics_window, payoff_lines, projected_count, window_of
@@ -117,7 +118,6 @@ def side_by_side(report: Report) -> list[tuple[str, str, str]]:
         ("latency p99", *pair(lambda v: _number(v.latency_p99, " s"))),
         ("error ratio", *pair(lambda v: _percent(v.error_ratio))),
         ("accelerator utilization", *pair(lambda v: _percent(v.utilization))),
-        ("price source", *pair(_source)),
     ]
     if econ is not None:  # the cost figures: from the window of status.economics
         rows += [
@@ -138,6 +138,7 @@ def side_by_side(report: Report) -> list[tuple[str, str, str]]:
                 projected_count(c_cost),
             ),
         ]
+    rows.append(("price source", *pair(_source)))
     return [row for row in rows if row[1:] != ("n/a", "n/a")]
 
 
@@ -159,9 +160,25 @@ def workload_line(report: Report) -> str:
     return (
         f"{_number(work.requests_per_second)} requests/s, {_number(work.tokens_per_second)} "
         f"generated tokens/s, {_number(work.tokens_per_request)} tokens per request, "
-        f"{_number(work.concurrency)} requests in flight (both variants together, at the last "
-        "measurement)"
+        f"{_number(work.concurrency)} requests in flight ({_serving(work.weight)}, "
+        f"{_workload_window(work)})"
     )
+
+
+def _serving(weight: int | None) -> str:
+    if weight == 100:
+        return "the candidate alone"
+    return (
+        "the baseline alone (the candidate's mirrored copies not counted)"
+        if weight == 0
+        else ("both variants together")
+    )
+
+
+def _workload_window(work: Workload) -> str:
+    if work.measured_at is None:
+        return "at the last measurement with traffic"
+    return f"from {window_of(work.step, work.weight, work.measured_at)}"
 
 
 def capacity_line(report: Report) -> str:

@@ -237,11 +237,15 @@ def _workload(inputs: ReportInputs) -> Workload | None:
         concurrency += rate * (observed.get("latency_mean") or 0.0)
     if requests == 0:
         return None
+    first = measurement.results[0] if measurement.results else None
     return Workload(
         requests_per_second=requests,
         tokens_per_second=tokens or None,
         tokens_per_request=tokens / requests if tokens else None,
         concurrency=concurrency or None,
+        measured_at=inputs.now,
+        step=first.step if first else inputs.status.step,
+        weight=weight if weight is not None else inputs.status.canary_weight,
     )
 
 

@@ -238,6 +238,16 @@ def test_the_workload_says_whose_traffic_and_which_window() -> None:
     ) in markdown(played("aborted"))
 
 
+def test_during_the_bake_the_baseline_is_priced_from_its_last_window_with_traffic() -> None:
+    text = markdown(played("promoted"))
+    assert (
+        "Cost figures from the bake (100% to the candidate), window ending 09:40:00 UTC; the "
+        "baseline's from its last window with traffic, before the bake."
+    ) in text
+    assert "At today's replicas, 2 g5.xlarge ($2.012/h) against 1 inf2.8xlarge ($1.968/h)" in text
+    assert "the candidate saves $32 to $767 per month ($767 saved at the measured" in text
+
+
 def test_an_abort_labels_its_cost_figures_with_the_5_percent_window() -> None:
     report = played("aborted")
     rows = {row[0]: row[1:] for row in side_by_side(report)}

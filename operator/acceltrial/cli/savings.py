@@ -63,7 +63,7 @@ def economics_window(economics: EconomicsStatus, variant: str | None = None) -> 
     return (
         f"{before} (priced in {said})"
         if variant == "baseline"
-        else f"{said}; the baseline's {before}"
+        else f"{said}; the baseline's from {before}"
     )
 
 

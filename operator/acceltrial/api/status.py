@@ -194,9 +194,11 @@ class VariantEconomics(ApiModel):
     replicas_needed: float | None = Field(default=None, ge=0)
     """Replicas all production traffic needs at the target utilization, before rounding up."""
     projected_replicas_low: int | None = Field(default=None, ge=1)
-    """``projectedReplicas`` were the measured utilization 5 points lower."""
+    """What ``projectedReplicas`` would be were the measured utilization 5 points lower (at
+    least 0)."""
     projected_replicas_high: int | None = Field(default=None, ge=1)
-    """``projectedReplicas`` were the measured utilization 5 points higher."""
+    """What ``projectedReplicas`` would be were the measured utilization 5 points higher (at
+    most 1)."""
 
 
 class BaselineCostFromSteps(ApiModel):

@@ -261,12 +261,6 @@ def fleet_need(production: Throughput, capacity: Throughput, target: float) -> f
     return max(needed) if needed else None
 
 
-def fleet_for(production: Throughput, capacity: Throughput, target: float) -> int | None:
-    """Replicas that carry all production traffic: the larger of the request and token needs."""
-    needed = fleet_need(production, capacity, target)
-    return None if needed is None else rounded_up(needed)
-
-
 def variant_cost(variant: VariantInput, production: Throughput, target: float) -> VariantCost:
     """Observed and projected cost figures of one variant."""
     share = instance_share(variant.accelerators_per_pod, variant.accelerators_per_instance)

@@ -126,7 +126,7 @@ def side_by_side(report: Report) -> list[tuple[str, str, str]]:
                 economics_window(econ, "baseline"),
                 economics_window(econ, "candidate"),
             ),
-            ("replicas priced (serving in that window)", *cost_count("replicas")),
+            ("replicas priced (pods in that window)", *cost_count("replicas")),
             ("cost per hour", *cost("cost_per_hour", "/h")),
             ("observed cost per 1M tokens", *cost("observed_cost_per_million_tokens", "")),
             ("projected cost per 1M tokens", *cost("projected_cost_per_million_tokens", "")),

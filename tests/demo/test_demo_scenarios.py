@@ -266,6 +266,11 @@ def assert_report_economics_recompute(report: dict[str, Any], status: dict[str, 
             cost.projected_per_million_tokens, rel=1e-6
         )
     assert economics["projectedMonthlySavings"] == pytest.approx(recomputed.monthly_savings)
+    # Both savings: at today's replicas and at the projected ones, within the utilization band.
+    assert economics["currentMonthlySavings"] == pytest.approx(recomputed.current_monthly_savings)
+    low, high = recomputed.savings_range or (None, None)
+    assert economics.get("projectedMonthlySavingsLow") == pytest.approx(low)
+    assert economics.get("projectedMonthlySavingsHigh") == pytest.approx(high)
 
 
 def test_without_scaling_for_production_the_same_scenario_fails_the_bake(demos: Demos) -> None:

@@ -12,11 +12,15 @@ from acceltrial.cli.trials import shorten, status_rows
 from acceltrial.demo.progress import deciding_criteria, economics_lines, progress
 
 ECONOMICS = {
-    "baseline": {"costPerHour": 2.012, "projectedCostPerMillionTokens": 0.45},
-    "candidate": {"costPerHour": 1.968, "projectedCostPerMillionTokens": 0.30},
+    "baseline": {"costPerHour": 2.012, "projectedCostPerMillionTokens": 0.45, "replicas": 2,
+                 "replicasNeeded": 2.07, "projectedReplicas": 3},
+    "candidate": {"costPerHour": 1.968, "projectedCostPerMillionTokens": 0.30, "replicas": 1,
+                  "replicasNeeded": 0.91, "projectedReplicas": 1},
+    "currentMonthlySavings": 32.1,
     "projectedMonthlySavings": 767.0,
     "paybackMonths": 12.5,
-}
+    "measuredAt": "2026-12-03T09:40:00Z", "step": 3, "weight": 50,
+}  # fmt: skip
 INSTANCES = ("g5.xlarge", "inf2.8xlarge")
 METRICS = {"p99-latency": "latency_p99", "cost": "cost_per_million_tokens"}
 
@@ -44,9 +48,21 @@ def test_a_rollback_during_the_bake_keeps_the_bar_where_it_was() -> None:
 
 
 def test_a_promotion_tells_the_savings() -> None:
-    lines = economics_lines(ECONOMICS, INSTANCES, {"verdict": "promote"})
-    assert "  projected savings: $767 per month on the candidate" in lines
-    assert "  the migration pays for itself in 12.5 months" in lines
+    lines = economics_lines(ECONOMICS, INSTANCES, {"verdict": "promote"}, target=0.7,
+                            migration=9600)  # fmt: skip
+    assert (
+        "  At today's replicas, 2 g5.xlarge ($2.012/h) against 1 inf2.8xlarge ($1.968/h): the "
+        "candidate saves $32 per month."
+    ) in lines
+    assert (
+        "  At the replicas all traffic needs at 70% utilization, 3 g5.xlarge (2.07 rounded up) "
+        "against 1 inf2.8xlarge (0.91 rounded up): the candidate saves $767 per month."
+    ) in lines
+    assert "  Cost figures from step 3 (50% to the candidate), window ending 09:40:00 UTC." in lines
+    assert (
+        "  Migration effort $9,600: at today's replicas, pays back in 299.1 months; at the "
+        "projected replicas, pays back in 12.5 months."
+    ) in lines
 
 
 @pytest.mark.parametrize(
@@ -64,8 +80,8 @@ def test_a_rollback_tells_what_the_candidate_would_have_cost_and_why(
     deciding = deciding_criteria(status, METRICS)
     text = "\n".join(economics_lines(ECONOMICS, INSTANCES, status["decision"], deciding))
     assert list(deciding) == criterion.split("+")
-    assert "projected savings" not in text
-    assert "pays for itself" not in text
+    assert "saves" not in text
+    assert "pays back" not in text
     assert "the candidate would have saved $767 per month" in text
     assert told in text
 

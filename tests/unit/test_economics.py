@@ -277,7 +277,11 @@ def test_to_status_carries_the_figures() -> None:
     assert status.projected_monthly_savings == pytest.approx(3034.1866)
     assert status.payback_months == pytest.approx(3.16394, rel=1e-5)
     dumped = status.model_dump(by_alias=True, exclude_none=True)
-    assert set(dumped) == {"baseline", "candidate", "projectedMonthlySavings", "paybackMonths"}
+    assert set(dumped) == {"baseline", "candidate", "projectedMonthlySavings", "paybackMonths",
+                           "currentMonthlySavings", "projectedMonthlySavingsLow",
+                           "projectedMonthlySavingsHigh"}  # fmt: skip
+    # Today: 8 x 1.006 - 2 x 1.96786 = 4.11228/h x 730 = $3,001.96 a month.
+    assert status.current_monthly_savings == pytest.approx(3001.9644)
 
 
 def test_to_status_leaves_unknown_figures_out() -> None:
@@ -288,6 +292,11 @@ def test_to_status_leaves_unknown_figures_out() -> None:
     assert status.candidate.model_dump(by_alias=True, exclude_none=True) == {
         "utilization": 0.05,
         "projectedReplicas": 3,
+        "replicas": 2,
+        # 4000 / (2000 x 0.7) = 2.857; at 0% and 10% utilization 1 and 5.714 -> 6.
+        "replicasNeeded": pytest.approx(2.857143),
+        "projectedReplicasLow": 1,
+        "projectedReplicasHigh": 6,
     }
     assert status.projected_monthly_savings is None
 
@@ -316,11 +325,16 @@ CANDIDATES = st.builds(
 @given(candidate=CANDIDATES)
 def test_every_figure_is_none_or_a_finite_positive_number(candidate: VariantInput) -> None:
     result = compare(BASELINE_AT_5, candidate, ECONOMICS)
-    for value in result.candidate.__dict__.values():
-        if isinstance(value, float | int):
+    for name, value in result.candidate.__dict__.items():
+        if isinstance(value, float | int) and name != "replicas":  # today's count: may be 0
             assert math.isfinite(value)
             assert value > 0
-    for figure in (result.monthly_savings, result.payback_months):
+    if result.candidate.projected_replicas_range is not None:
+        fewest, most = result.candidate.projected_replicas_range
+        assert 1 <= fewest <= (result.candidate.projected_replicas or fewest) <= most
+    ranged = result.savings_range or ()
+    for figure in (result.monthly_savings, result.payback_months,
+                   result.current_monthly_savings, *ranged):  # fmt: skip
         assert figure is None or math.isfinite(figure)
     to_status(result)  # the status models accept every result
 

@@ -240,6 +240,21 @@ def test_manual_approval_waits_and_abort_still_works() -> None:
     assert driver.status.decision.reason_code == ABORTED
 
 
+def test_an_abort_before_the_candidate_was_deployed_says_nothing_was_removed() -> None:
+    driver = Driver(make_spec())
+    driver.tick(problems=())
+    assert driver.status.phase == "Preflight"
+    driver.tick(outcome=None, action="abort")
+    driver.tick(outcome=None)
+    assert driver.status.phase == "Aborted"
+    assert driver.status.message == "nothing was changed: the candidate was never deployed"
+    late = Driver(make_spec())
+    late.run_until("Progressing")
+    late.tick(outcome=None, action="abort")
+    late.tick(outcome=None)
+    assert late.status.message == "routing restored as found; candidate removed"
+
+
 def test_approve_promotes_and_a_failure_during_bake_rolls_back() -> None:
     driver = Driver(make_spec(promotion={"mode": "manual"}))
     driver.run_until("Paused")

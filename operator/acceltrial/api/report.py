@@ -69,6 +69,12 @@ class Workload(ApiModel):
     tokens_per_request: float | None = None
     concurrency: float | None = None
     """Requests in flight (Little's law: request rate x mean latency)."""
+    measured_at: datetime | None = None
+    """End of the measurement window these figures come from."""
+    step: int | None = None
+    """The step of that measurement; 0 for the bake."""
+    weight: int | None = None
+    """The candidate's share of traffic (%) during that measurement."""
 
 
 class Point(ApiModel):
@@ -149,11 +155,28 @@ class ControlledTest(ApiModel):
     """The routing as found was recorded before the first change, so it can be restored."""
 
 
+class ReadingQuery(ApiModel):
+    """The query one reading used, as last asked: it gives the same answer alone."""
+
+    reading: str
+    """The criterion's name, or ``economics:`` and the cost model's input (``request_rate``...)."""
+    variant: Literal["baseline", "candidate"]
+    query: str
+    """What the metrics source was asked, in its own language (PromQL)."""
+    measured_at: datetime
+    """End of the measurement window it was last asked for."""
+    step: int
+    """The step of that measurement; 0 for the bake."""
+    weight: int
+    """The candidate's share of traffic (%) during that measurement."""
+
+
 class Compatibility(ApiModel):
     deployed: bool = False
     """The candidate's pods ran and served traffic."""
     healthy: bool = False
-    """It stayed within the error criteria whenever it was judged."""
+    """It stayed within the error criteria whenever it was judged (never for a candidate that
+    served no measured request: the report then gives no health verdict)."""
     highest_error_ratio: float | None = None
     """The candidate's highest error ratio in any measurement with traffic."""
     notes: list[str] = Field(default_factory=list)
@@ -180,6 +203,8 @@ class Report(ApiModel):
     evidence: list[EvidenceRow] = Field(default_factory=list)
     """Per criterion and step, the requests judged and how sure the figure is."""
     timeline: list[Point] = Field(default_factory=list)
+    queries: list[ReadingQuery] = Field(default_factory=list)
+    """The query each reading (per criterion and cost input, per variant) last used."""
     capacity: CapacityStatus | None = None
     """Capacity the trial added for the candidate and when it was given back."""
     gitops: dict[str, Any] | None = None

@@ -236,7 +236,21 @@ class VariantEconomics(ApiModel):
     utilization: float | None = Field(default=None, ge=0)
     """Measured accelerator utilization (0..1)."""
     projected_replicas: int | None = Field(default=None, ge=1)
-    """Replicas that would carry all production traffic at the target utilization."""
+    """Replicas that would carry all production traffic at the target utilization:
+    ``replicasNeeded`` rounded up."""
+    replicas: int | None = Field(default=None, ge=0)
+    """Pods serving the variant in the measurement window (today's replicas); ``costPerHour`` is
+    theirs."""
+    cost_per_replica_hour: float | None = Field(default=None, ge=0)
+    """What one pod costs per hour, in USD: its share of an instance's price."""
+    replicas_needed: float | None = Field(default=None, ge=0)
+    """Replicas all production traffic needs at the target utilization, before rounding up."""
+    projected_replicas_low: int | None = Field(default=None, ge=1)
+    """What ``projectedReplicas`` would be were the measured utilization 5 points lower (at
+    least 0)."""
+    projected_replicas_high: int | None = Field(default=None, ge=1)
+    """What ``projectedReplicas`` would be were the measured utilization 5 points higher (at
+    most 1)."""
 
 
 class BaselineCostFromSteps(ApiModel):
@@ -261,9 +275,25 @@ class EconomicsStatus(ApiModel):
     candidate: VariantEconomics | None = None
     """The candidate's figures."""
     projected_monthly_savings: float | None = None
-    """Monthly cost of all traffic on the baseline minus on the candidate, in USD."""
+    """Monthly cost of all traffic on the baseline minus on the candidate, each at its projected
+    replicas (rounded up), in USD."""
     payback_months: float | None = Field(default=None, ge=0)
-    """Months until the savings repay the migration cost."""
+    """Months until ``projectedMonthlySavings`` repay the migration cost."""
+    current_monthly_savings: float | None = None
+    """Monthly cost of the baseline's pods minus the candidate's, each at today's replicas (the
+    pods serving it in the window), in USD."""
+    projected_monthly_savings_low: float | None = None
+    """The lowest ``projectedMonthlySavings`` with each variant's utilization 5 points lower or
+    higher than measured: the baseline's fewest projected replicas against the candidate's
+    most. Below ``projectedMonthlySavings`` when that moves a count."""
+    projected_monthly_savings_high: float | None = None
+    """The highest, the baseline's most projected replicas against the candidate's fewest."""
+    measured_at: datetime | None = None
+    """End of the measurement window these figures come from."""
+    step: int | None = Field(default=None, ge=0)
+    """The step of that measurement; 0 for the bake."""
+    weight: int | None = Field(default=None, ge=0, le=100)
+    """The candidate's share of traffic (%) during that measurement."""
     baseline_from_steps: BaselineCostFromSteps | None = None
     """The baseline's cost as the steps established it; the bake judges cost against it."""
 

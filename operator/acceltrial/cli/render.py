@@ -26,6 +26,7 @@ from acceltrial.api.report import (
     Point,
     Report,
     VariantFigures,
+    Workload,
 )
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.cli.render_evidence import (
@@ -34,6 +35,9 @@ from acceltrial.cli.render_evidence import (
     evidence_summary,
     evidence_table,
 )
+from acceltrial.cli.savings import economics_window, payoff_lines, projected_count, window_of
+
+__all__ = ["health", "html_page", "markdown", "payoff_lines", "side_by_side", "window"]
 
 # Text stays text in the SVG: selectable, searchable, rendered in the page's font.
 matplotlib.rcParams["svg.fonttype"] = "none"
@@ -84,16 +88,12 @@ def metric_value(metric: str | None, value: float | None) -> str:
 
 def window(variant: VariantFigures) -> str:
     """Which measurement the figures of a variant come from."""
-    if variant.measured_at is None:
-        return "never measured with traffic"
-    where = "the bake" if variant.step == 0 or variant.weight == 100 else f"step {variant.step}"
-    return (
-        f"{where} ({variant.weight}% to the candidate), window ending {_clock(variant.measured_at)}"
-    )
+    return window_of(variant.step, variant.weight, variant.measured_at)
 
 
 def side_by_side(report: Report) -> list[tuple[str, str, str]]:
-    """(what, baseline, candidate) rows of the measured figures and costs."""
+    """(what, baseline, candidate) rows of the measured figures and costs, each group after the
+    window it comes from; rows with no figure on either side are left out."""
     base, cand = report.variants.baseline, report.variants.candidate
     econ = report.economics
     b_cost = econ.baseline if econ else None
@@ -109,7 +109,11 @@ def side_by_side(report: Report) -> list[tuple[str, str, str]]:
             _money(getattr(c_cost, field, None), unit),
         )
 
-    return [
+    def cost_count(field: str) -> tuple[str, str]:
+        return _number(getattr(b_cost, field, None)), _number(getattr(c_cost, field, None))
+
+    target = f"{report.target_utilization or 0:.0%}"
+    rows = [
         ("instance type", *pair(lambda v: v.instance_type)),
         ("figures from", *pair(window)),
         ("replicas", *pair(lambda v: _number(v.replicas))),
@@ -120,13 +124,28 @@ def side_by_side(report: Report) -> list[tuple[str, str, str]]:
         ("latency p99", *pair(lambda v: _number(v.latency_p99, " s"))),
         ("error ratio", *pair(lambda v: _percent(v.error_ratio))),
         ("accelerator utilization", *pair(lambda v: _percent(v.utilization))),
-        ("cost per hour", *cost("cost_per_hour", "/h")),
-        ("observed cost per 1M tokens", *cost("observed_cost_per_million_tokens", "")),
-        ("projected cost per 1M tokens", *cost("projected_cost_per_million_tokens", "")),
-        ("observed cost per 1k requests", *cost("observed_cost_per_thousand_requests", "")),
-        ("projected cost per 1k requests", *cost("projected_cost_per_thousand_requests", "")),
-        ("price source", *pair(_source)),
     ]
+    if econ is not None:  # the cost figures: from the window of status.economics
+        rows += [
+            (
+                "cost figures from",
+                economics_window(econ, "baseline"),
+                economics_window(econ, "candidate"),
+            ),
+            ("replicas priced (pods in that window)", *cost_count("replicas")),
+            ("cost per hour", *cost("cost_per_hour", "/h")),
+            ("observed cost per 1M tokens", *cost("observed_cost_per_million_tokens", "")),
+            ("projected cost per 1M tokens", *cost("projected_cost_per_million_tokens", "")),
+            ("observed cost per 1k requests", *cost("observed_cost_per_thousand_requests", "")),
+            ("projected cost per 1k requests", *cost("projected_cost_per_thousand_requests", "")),
+            (
+                f"projected replicas for all traffic at {target} utilization",
+                projected_count(b_cost),
+                projected_count(c_cost),
+            ),
+        ]
+    rows.append(("price source", *pair(_source)))
+    return [row for row in rows if row[1:] != ("n/a", "n/a")]
 
 
 def _source(variant: VariantFigures) -> str:
@@ -147,9 +166,25 @@ def workload_line(report: Report) -> str:
     return (
         f"{_number(work.requests_per_second)} requests/s, {_number(work.tokens_per_second)} "
         f"generated tokens/s, {_number(work.tokens_per_request)} tokens per request, "
-        f"{_number(work.concurrency)} requests in flight (both variants together, at the last "
-        "measurement)"
+        f"{_number(work.concurrency)} requests in flight ({_serving(work.weight)}, "
+        f"{_workload_window(work)})"
     )
+
+
+def _serving(weight: int | None) -> str:
+    if weight == 100:
+        return "the candidate alone"
+    return (
+        "the baseline alone (the candidate's mirrored copies not counted)"
+        if weight == 0
+        else ("both variants together")
+    )
+
+
+def _workload_window(work: Workload) -> str:
+    if work.measured_at is None:
+        return "at the last measurement with traffic"
+    return f"from {window_of(work.step, work.weight, work.measured_at)}"
 
 
 def capacity_line(report: Report) -> str:
@@ -162,57 +197,6 @@ def capacity_line(report: Report) -> str:
         added = f"added {capacity.added_nodes} node(s) at {_clock(capacity.added_at)}; "
     back = f"; given back at {_clock(capacity.released_at)}" if capacity.released_at else ""
     return f"{capacity.source} ({capacity.provider}): {added}{capacity.message}{back}."
-
-
-def payoff_lines(report: Report) -> list[str]:
-    """Savings and payback: as made only for a promoted (or still running) trial; otherwise as
-    what the candidate would have cost, beside the reason of the decision."""
-    decision = report.decision
-    verdict = decision.verdict if decision else None
-    if verdict == "none":
-        return ["Economics unknown: the trial ended before anything was deployed or measured."]
-    econ = report.economics
-    savings = econ.projected_monthly_savings if econ else None
-    payback = econ.payback_months if econ else None
-    target = f"{report.target_utilization or 0:.0%}"
-    if verdict in ("rollback", "abort"):
-        return _not_promoted(report, savings, payback, target)
-    lines = []
-    if savings is not None:
-        said = "saves" if savings >= 0 else "costs"
-        lines.append(
-            f"All traffic on the candidate {said} ${abs(savings):,.0f} per month "
-            f"(projected at {target} utilization)."
-        )
-    if report.migration_cost is not None:
-        if payback is not None:
-            when = f"pays back in {payback:.1f} months"
-        elif savings is not None and savings <= 0:
-            when = "does not pay back (the candidate saves nothing)"
-        else:
-            when = "payback unknown (no cost figures were measured)"
-        lines.append(f"Migration effort ${report.migration_cost:,.0f}: {when}.")
-    return lines
-
-
-def _not_promoted(
-    report: Report, savings: float | None, payback: float | None, target: str
-) -> list[str]:
-    assert report.decision is not None
-    what = "rolled back" if report.decision.verdict == "rollback" else "was aborted"
-    lines = []
-    if savings is not None:
-        would = f"saved ${savings:,.0f}" if savings >= 0 else f"cost ${-savings:,.0f} more"
-        paid = f" and paid back the migration in {payback:.1f} months" if payback else ""
-        lines.append(
-            f"Had it been promoted, all traffic on the candidate would have {would} per month "
-            f"(projected at {target} utilization){paid}."
-        )
-    lines.append(
-        f"Nothing is saved: the trial {what} ({report.decision.reason}); the cost figures are "
-        "what the candidate would have cost."
-    )
-    return lines
 
 
 def timeline_rows(report: Report) -> list[list[str]]:
@@ -234,6 +218,33 @@ def timeline_rows(report: Report) -> list[list[str]]:
             row.append(shown if point.weight >= criterion.from_weight else f"({shown})")
         row.append(point.reason or "")
         rows.append(row)
+    return rows
+
+
+def health(report: Report) -> str:
+    """Whether the candidate stayed within its error criteria: no verdict for one that served no
+    measured request (never deployed, or removed before any measurement)."""
+    compatibility = report.compatibility
+    if not compatibility.deployed:
+        return "not judged (the candidate served no measured request)"
+    return "yes" if compatibility.healthy else "no"
+
+
+QUERIES_SAID = (
+    "The query each reading used, as last asked (each gives the same answer alone; a "
+    "measurement asks them together, one query per window)."
+)
+
+
+def query_rows(report: Report) -> list[list[str]]:
+    """A header and one row per reading and variant: its query and the window it was asked for."""
+    rows = [["reading", "variant", "last asked for", "query"]]
+    for asked in report.queries:
+        when = window_of(asked.step, asked.weight, asked.measured_at)
+        if asked.variant == "baseline" and (asked.step == 0 or asked.weight == 100):
+            ended = _clock(asked.measured_at)
+            when = f"its last window with traffic, ending {ended} as the bake began"
+        rows.append([asked.reading, asked.variant, when, asked.query])
     return rows
 
 
@@ -294,12 +305,19 @@ def markdown(report: Report) -> str:
         ]
     else:
         out.append(_no_measurement(report))
+    asked = query_rows(report)
+    out += ["", "## Queries", ""]
+    if len(asked) > 1:
+        out += [QUERIES_SAID, ""]
+        out += [f"- `{r}`, {v}, {when}: ``{q}``" for r, v, when, q in asked[1:]]
+    else:
+        out.append(_no_measurement(report))
     out += [
         "",
         "## Compatibility",
         "",
         f"- deployed and served traffic: {'yes' if report.compatibility.deployed else 'no'}",
-        f"- healthy: {'yes' if report.compatibility.healthy else 'no'}",
+        f"- healthy: {health(report)}",
         *[f"- {note}" for note in report.compatibility.notes],
         "",
         "## The controlled test",
@@ -557,6 +575,12 @@ def html_page(report: Report) -> str:
         if len(evidence_rows) > 1
         else f"<p>{esc(NO_EVIDENCE)}</p>"
     )
+    asked = query_rows(report)
+    queries = (
+        f"<p>{esc(QUERIES_SAID)}</p>{_table(asked, 'timeline')}"
+        if len(asked) > 1
+        else f"<p>{esc(_no_measurement(report))}</p>"
+    )
     title = f"Decision report: {report.namespace}/{report.trial}"
     digest = test.criteria_hash or ""
     shadow = esc(_shadow(test.planned_mirrors, test.mirrors_reached).capitalize())
@@ -574,7 +598,8 @@ def html_page(report: Report) -> str:
 <h2>Timeline</h2>{timeline}
 <h2>Compatibility</h2><ul>
 <li>deployed and served traffic: {"yes" if report.compatibility.deployed else "no"}</li>
-<li>healthy: {"yes" if report.compatibility.healthy else "no"}</li>{notes}</ul>
+<li>healthy: {esc(health(report))}</li>{notes}</ul>
+<h2>Queries</h2>{queries}
 <h2>The controlled test</h2>
 <p>Criteria fixed before the start (hash
 <code title="{esc(digest)}">{esc(short_hash(digest))}</code>).

@@ -10,7 +10,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from acceltrial.api.status import EconomicsStatus
 from acceltrial.cli.progress_bar import bar, progress
+from acceltrial.cli.savings import MADE, WOULD_HAVE, payback_line, savings_lines
 from acceltrial.engine.metrics import COST_METRICS
 from acceltrial.sandbox.fleet.exporter import FleetSnapshot
 
@@ -93,18 +95,21 @@ def economics_lines(
     instance_types: Sequence[str],
     decision: Mapping[str, Any] | None = None,
     deciding: Mapping[str, str | None] | None = None,
+    *,
+    target: float | None = None,
+    migration: float | None = None,
 ) -> list[str]:
-    """The cost figures at the end of a trial. Savings and payback are told as made only when the
-    candidate was promoted; otherwise as what the candidate would have cost, beside the criteria
-    ``deciding`` the outcome."""
+    """The cost figures at the end of a trial: the savings at today's and at the projected
+    replicas, with the counts and the rounding, and the payback. Told as made only when the
+    candidate was promoted; otherwise as what the candidate would have saved or cost, beside the
+    criteria ``deciding`` the outcome."""
     verdict = (decision or {}).get("verdict")
     if verdict == "none":
         return ["Economics: unknown (nothing was deployed, so nothing was measured)"]
     if not economics:
         return ["Economics: no figures (no measurement had the traffic and prices they need)"]
     promoted = verdict in (None, "promote")
-    heading = "Economics" if promoted else "Economics had it been promoted"
-    lines = [f"{heading} (all traffic projected on each variant at the target utilization):"]
+    lines = ["Economics:" if promoted else "Economics had it been promoted:"]
     per_token = "cost_per_million_tokens"
     for variant, instance in zip(("baseline", "candidate"), instance_types, strict=True):
         figures = economics.get(variant) or {}
@@ -115,22 +120,14 @@ def economics_lines(
             f"  {variant:<9} {instance:<13} pods ${_money(figures.get('costPerHour'))}/h, "
             f"utilization {busy}, observed {observed}, projected {projected}"
         )
-    savings = economics.get("projectedMonthlySavings")
-    payback = economics.get("paybackMonths")
-    if promoted:
-        if savings is not None and savings >= 0:
-            lines.append(f"  projected savings: ${savings:,.0f} per month on the candidate")
-        elif savings is not None:
-            lines.append(f"  the candidate would cost ${-savings:,.0f} more per month")
-        if payback is not None:
-            lines.append(f"  the migration pays for itself in {payback:.1f} months")
-        return lines
-    if savings is not None and savings >= 0:
-        paid = f", paying for the migration in {payback:.1f} months" if payback is not None else ""
-        lines.append(f"  the candidate would have saved ${savings:,.0f} per month{paid};")
-    elif savings is not None:
-        lines.append(f"  the candidate would have cost ${-savings:,.0f} more per month;")
-    lines.append(f"  {_not_promoted(str(verdict), deciding or {})}")
+    status = EconomicsStatus.model_validate(economics)
+    verbs = MADE if promoted else WOULD_HAVE
+    pair = (instance_types[0], instance_types[1])
+    said = savings_lines(status, pair, target, verbs)
+    payback = payback_line(status, migration, verbs) if said else None
+    lines += [f"  {line}" for line in [*said, *([payback] if payback else [])]]
+    if not promoted:
+        lines.append(f"  {_not_promoted(str(verdict), deciding or {})}")
     return lines
 
 
@@ -146,7 +143,7 @@ def _not_promoted(verdict: str, deciding: Mapping[str, str | None]) -> str:
         return f"nothing is saved: the trial {what} on {named} (cost among them)"
     return (
         f"nothing is saved: the trial {what} on {named}, not on cost;\n"
-        "  the figures above are what the candidate would have cost"
+        "  the figures above are what the candidate would have saved or cost"
     )
 
 

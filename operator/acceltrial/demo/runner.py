@@ -27,9 +27,10 @@ import yaml
 from acceltrial.api.actions import action_annotation
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.report import Report, read_report, report_name
+from acceltrial.api.spec import EconomicsSpec
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.cli.choices import ControlPlane
-from acceltrial.cli.render import html_page, markdown, short_hash
+from acceltrial.cli.render import health, html_page, markdown, short_hash
 from acceltrial.demo import progress
 from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, TRIALS, Client, baseline_objects
 from acceltrial.demo.plane import (
@@ -50,6 +51,7 @@ from acceltrial.demo.scenario import (
     shipped_scenarios,
 )
 from acceltrial.demo.user import ScriptedUser, served_by
+from acceltrial.engine.economics import migration_total
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
 from acceltrial.sandbox.fleet.model import ServingProfile
@@ -538,7 +540,11 @@ def _conclude(
     spec = run.trial["spec"]
     instances = [spec["baseline"]["instanceType"], spec["candidate"]["instanceType"]]
     deciding = progress.deciding_criteria(status, _metrics_by_criterion(run.trial))
-    for line in progress.economics_lines(status.get("economics"), instances, decision, deciding):
+    economics = EconomicsSpec.model_validate(spec.get("economics") or {})
+    for line in progress.economics_lines(
+        status.get("economics"), instances, decision, deciding,
+        target=economics.target_utilization, migration=migration_total(economics.migration_cost),
+    ):  # fmt: skip
         print(line, file=out)
     report = _report(run, client) or run.report
     for line in _report_lines(run, report):
@@ -598,7 +604,7 @@ def _report_lines(run: Run, report: Report | None) -> list[str]:
         f"{work.tokens_per_second or 0:.0f} tokens/s, "
         f"{work.concurrency or 0:.1f} requests in flight",
         f"  candidate deployed and served traffic: {'yes' if compatibility.deployed else 'no'}; "
-        f"healthy: {'yes' if compatibility.healthy else 'no'}",
+        f"healthy: {health(report)}",
         f"  controlled test: {test.measurements} measurements at weights {test.weights_reached} "
         f"of {_planned(test.planned_mirrors, test.planned_weights)}; criteria hash "
         f"{short_hash(test.criteria_hash)}; "

@@ -20,8 +20,14 @@ The formulas, per variant:
   projected cost per hour / production throughput in that unit.
 - production throughput = the sum of both variants' observed throughput (they share the traffic),
   unless the caller gives it.
-- monthly cost = projected cost per hour x 730 h; savings = baseline's - candidate's;
+- monthly cost = cost per hour x 730 h. Savings (baseline's - candidate's) are given twice: at
+  today's replicas (the pods serving each variant in the window) and at the projected replicas;
   payback months = (engineerHours x hourlyRate + other) / savings, None when savings <= 0.
+- the rounding's uncertainty: replicas needed scale with the measured utilization, so the
+  projection is also made for a utilization :data:`UTILIZATION_BAND` (5 points) below and above
+  the measured one (within 0..1). When that moves a count (the candidate needs 1.00 replicas:
+  5 points more make it 2), the projected savings are a range, lowest (fewest baseline replicas
+  against most candidate replicas) to highest, not one figure.
 
 At a 5% step the candidate is mostly idle, so its observed cost per token is high; the projection
 says what it would cost busy. Gate on the projection only at steps with enough load
@@ -42,6 +48,10 @@ TOKENS_UNIT = 1_000_000.0
 REQUESTS_UNIT = 1_000.0
 # ceil(2.0000000000004) must be 2: the division behind it is not exact in floating point.
 _CEIL_TOLERANCE = 1e-9
+UTILIZATION_BAND = 0.05
+"""How far a measured utilization is taken to be off (5 percentage points either way): exporters
+read it coarsely (DCGM as the whole-percent share of time a kernel ran, neuron-monitor per
+sampling period), and the window it is averaged over is one ``analysis.interval``."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +91,13 @@ class VariantCost:
     observed_per_thousand_requests: float | None
     capacity_per_replica: Throughput
     """Throughput one replica would give at 100% utilization."""
+    replicas: int
+    """Pods serving the variant in the window: today's replicas."""
+    replicas_needed: float | None
+    """Replicas all production traffic needs at the target utilization, before rounding up."""
     projected_replicas: int | None
+    projected_replicas_range: tuple[int, int] | None
+    """The projected replicas with the utilization :data:`UTILIZATION_BAND` lower and higher."""
     projected_cost_per_hour: float | None
     projected_per_million_tokens: float | None
     projected_per_thousand_requests: float | None
@@ -98,8 +114,13 @@ class Comparison:
     production: Throughput
     target_utilization: float
     monthly_savings: float | None
+    """At the projected replicas."""
     migration_cost: float | None
     payback_months: float | None
+    current_monthly_savings: float | None = None
+    """At today's replicas: the pods serving each variant in the window."""
+    savings_range: tuple[float, float] | None = None
+    """The lowest and highest savings at the projected replicas within the utilization band."""
 
 
 def _positive(value: float | None) -> float | None:
@@ -148,15 +169,41 @@ def capacity_per_replica(
     return _ratio(per_replica, busy)
 
 
+def replicas_fraction(
+    production: float | None, capacity: float | None, target_utilization: float
+) -> float | None:
+    """production / (capacity x target utilization), not rounded; None without both numbers."""
+    usable = None if capacity is None else capacity * target_utilization
+    return _ratio(_positive(production), usable)
+
+
+def rounded_up(needed: float) -> int:
+    """Whole replicas that carry ``needed``: at least one."""
+    return max(1, math.ceil(needed - _CEIL_TOLERANCE))
+
+
 def replicas_needed(
     production: float | None, capacity: float | None, target_utilization: float
 ) -> int | None:
     """ceil(production / (capacity x target utilization)); None without both numbers."""
-    usable = None if capacity is None else capacity * target_utilization
-    needed = _ratio(_positive(production), usable)
-    if needed is None:
+    needed = replicas_fraction(production, capacity, target_utilization)
+    return None if needed is None else rounded_up(needed)
+
+
+def replica_range(
+    needed: float | None, utilization: float | None, band: float = UTILIZATION_BAND
+) -> tuple[int, int] | None:
+    """The replicas the projection gives for a utilization ``band`` below and above the measured
+    one (kept within 0..1): the replicas needed scale with it, as capacity = throughput /
+    utilization. None without both numbers."""
+    busy = _positive(utilization)
+    if needed is None or busy is None or busy > 1:
         return None
-    return max(1, math.ceil(needed - _CEIL_TOLERANCE))
+    fewest = _ratio(needed * max(busy - band, 0.0), busy)
+    most = _ratio(needed * min(busy + band, 1.0), busy)
+    if fewest is None or most is None:
+        return None  # a near-zero utilization overflows: no range, as no capacity
+    return rounded_up(fewest), rounded_up(most)
 
 
 def migration_total(cost: MigrationCost | None) -> float | None:
@@ -200,13 +247,14 @@ def _capacity(variant: VariantInput) -> Throughput:
     )
 
 
-def fleet_for(production: Throughput, capacity: Throughput, target: float) -> int | None:
-    """Replicas that carry all production traffic: the larger of the request and token needs."""
+def fleet_need(production: Throughput, capacity: Throughput, target: float) -> float | None:
+    """Replicas all production traffic needs, not rounded: the larger of the request and token
+    needs."""
     needed = [
         n
         for n in (
-            replicas_needed(production.requests_per_second, capacity.requests_per_second, target),
-            replicas_needed(production.tokens_per_second, capacity.tokens_per_second, target),
+            replicas_fraction(production.requests_per_second, capacity.requests_per_second, target),
+            replicas_fraction(production.tokens_per_second, capacity.tokens_per_second, target),
         )
         if n is not None
     ]
@@ -221,7 +269,8 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
         float(variant.replicas) if variant.replicas > 0 else None, per_replica_hour
     )
     capacity = _capacity(variant)
-    projected_replicas = fleet_for(production, capacity, target)
+    needed = fleet_need(production, capacity, target)
+    projected_replicas = None if needed is None else rounded_up(needed)
     projected_per_hour = _times(
         None if projected_replicas is None else float(projected_replicas), per_replica_hour
     )
@@ -237,7 +286,10 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
             cost_per_hour, observed.requests_per_second, REQUESTS_UNIT
         ),
         capacity_per_replica=capacity,
+        replicas=variant.replicas,
+        replicas_needed=needed,
         projected_replicas=projected_replicas,
+        projected_replicas_range=replica_range(needed, variant.utilization),
         projected_cost_per_hour=projected_per_hour,
         projected_per_million_tokens=cost_per_unit(
             projected_per_hour, production.tokens_per_second, TOKENS_UNIT
@@ -261,11 +313,7 @@ def compare(
     target = economics.target_utilization
     base = variant_cost(baseline, traffic, target)
     cand = variant_cost(candidate, traffic, target)
-    savings = (
-        None
-        if base.projected_monthly_cost is None or cand.projected_monthly_cost is None
-        else base.projected_monthly_cost - cand.projected_monthly_cost
-    )
+    savings = _difference(base.projected_monthly_cost, cand.projected_monthly_cost)
     migration = migration_total(economics.migration_cost)
     return Comparison(
         baseline=base,
@@ -275,7 +323,27 @@ def compare(
         monthly_savings=savings,
         migration_cost=migration,
         payback_months=payback_months(migration, savings),
+        current_monthly_savings=_difference(
+            _times(base.cost_per_hour, HOURS_PER_MONTH), _times(cand.cost_per_hour, HOURS_PER_MONTH)
+        ),
+        savings_range=savings_range(base, cand),
     )
+
+
+def _difference(first: float | None, second: float | None) -> float | None:
+    return None if first is None or second is None else first - second
+
+
+def savings_range(baseline: VariantCost, candidate: VariantCost) -> tuple[float, float] | None:
+    """Monthly savings at the projected replicas, lowest to highest within the utilization band:
+    the baseline's fewest against the candidate's most, and its most against the fewest."""
+    base_hour, cand_hour = baseline.cost_per_replica_hour, candidate.cost_per_replica_hour
+    base_range, cand_range = baseline.projected_replicas_range, candidate.projected_replicas_range
+    if base_hour is None or cand_hour is None or base_range is None or cand_range is None:
+        return None
+    lowest = base_range[0] * base_hour - cand_range[1] * cand_hour
+    highest = base_range[1] * base_hour - cand_range[0] * cand_hour
+    return lowest * HOURS_PER_MONTH, highest * HOURS_PER_MONTH
 
 
 def cost_criterion_values(comparison: Comparison, metric: str) -> tuple[float | None, float | None]:
@@ -307,6 +375,15 @@ def variant_status(cost: VariantCost) -> VariantEconomics:
         projected_cost_per_thousand_requests=cost.projected_per_thousand_requests,
         utilization=cost.utilization,
         projected_replicas=cost.projected_replicas,
+        replicas=cost.replicas,
+        cost_per_replica_hour=cost.cost_per_replica_hour,
+        replicas_needed=cost.replicas_needed,
+        projected_replicas_low=cost.projected_replicas_range[0]
+        if cost.projected_replicas_range
+        else None,
+        projected_replicas_high=cost.projected_replicas_range[1]
+        if cost.projected_replicas_range
+        else None,
     )
 
 
@@ -317,4 +394,11 @@ def to_status(comparison: Comparison) -> EconomicsStatus:
         candidate=variant_status(comparison.candidate),
         projected_monthly_savings=comparison.monthly_savings,
         payback_months=comparison.payback_months,
+        current_monthly_savings=comparison.current_monthly_savings,
+        projected_monthly_savings_low=comparison.savings_range[0]
+        if comparison.savings_range
+        else None,
+        projected_monthly_savings_high=comparison.savings_range[1]
+        if comparison.savings_range
+        else None,
     )

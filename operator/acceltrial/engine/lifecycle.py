@@ -167,6 +167,9 @@ class Measurement:
     """The cost comparison of this measurement, kept in status.economics."""
     observed: Mapping[Variant, Mapping[str, float | None]] | None = None
     """Per variant, the figures the report shows side by side (request rate, latency, ...)."""
+    queries: Mapping[str, Mapping[Variant, str]] | None = None
+    """The query each reading used, by reading (a criterion, or ``economics:`` and a cost input)
+    and variant, for the report."""
 
 
 @dataclass(frozen=True)
@@ -555,7 +558,14 @@ class _Tick:
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
         self._update(canary_weight=0)
-        self._enter(final, "routing restored as found; candidate removed")
+        # The candidate is deployed as the trial leaves preflight (step 0): before, nothing was.
+        deployed = self.status.step is not None
+        said = (
+            "routing restored as found; candidate removed"
+            if deployed
+            else ("nothing was changed: the candidate was never deployed")
+        )
+        self._enter(final, said)
 
     # -- analysis --------------------------------------------------------------------------
 

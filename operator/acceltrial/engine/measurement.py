@@ -161,11 +161,24 @@ def judge_measurement(
     measured = production.requests_per_second or production.tokens_per_second
     # Without any measured traffic (Prometheus down, say) the last figures stay.
     economics = (
-        economics_status(costs, readings, planned.cost_window, planned.from_steps)
+        economics_status(costs, readings, planned.cost_window, planned.from_steps).model_copy(
+            update={"measured_at": now, "step": planned.step, "weight": planned.weight}
+        )
         if measured
         else None
     )
-    return Measurement(outcome, reason, results, economics, observed_values(readings))
+    return Measurement(
+        outcome, reason, results, economics, observed_values(readings), _queries(readings)
+    )
+
+
+def _queries(readings: Readings) -> dict[str, dict[Variant, str]]:
+    """The query each reading used (as the source renders it), by reading and variant."""
+    asked: dict[str, dict[Variant, str]] = {}
+    for (name, variant), reading in readings.items():
+        if reading.asked:
+            asked.setdefault(name, {})[variant] = reading.asked
+    return asked
 
 
 def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> CriterionResult:

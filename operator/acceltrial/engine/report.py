@@ -22,6 +22,7 @@ from acceltrial.api.report import (
     CriterionLimit,
     CriterionSummary,
     Point,
+    ReadingQuery,
     Report,
     VariantFigures,
     Variants,
@@ -106,6 +107,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         controlled_test=_controlled_test(spec, status, point, previous),
         evidence=evidence_rows(spec, status.evidence or []),
         timeline=timeline,
+        queries=_queries(previous, inputs, point),
         capacity=status.capacity,
         gitops=inputs.gitops if gitops_due(status) else None,
     )
@@ -155,6 +157,27 @@ def _point(inputs: ReportInputs) -> Point | None:
         baseline=values["baseline"],
         candidate=values["candidate"],
     )
+
+
+def _queries(
+    previous: Report | None, inputs: ReportInputs, point: Point | None
+) -> list[ReadingQuery]:
+    """Each reading's query as last asked: this measurement's replace the earlier ones."""
+    kept = {(q.reading, q.variant): q for q in (previous.queries if previous else [])}
+    asked = inputs.measurement.queries if inputs.measurement else None
+    if point is not None and asked:
+        # During the bake the baseline is read over its last window of traffic, which ends
+        # when the bake began.
+        bake_began = inputs.status.step_started_at if point.weight == 100 else None
+        for reading, per_variant in asked.items():
+            for variant, query in per_variant.items():
+                before = bake_began if variant == "baseline" else None
+                kept[(reading, variant)] = ReadingQuery(
+                    reading=reading, variant=variant, query=query,
+                    measured_at=before or point.at, step=point.step, weight=point.weight,
+                )  # fmt: skip
+    return sorted(kept.values(), key=lambda q: (q.reading.startswith("economics:"), q.reading,
+                                                q.variant))  # fmt: skip
 
 
 def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
@@ -217,11 +240,15 @@ def _workload(inputs: ReportInputs) -> Workload | None:
         concurrency += rate * (observed.get("latency_mean") or 0.0)
     if requests == 0:
         return None
+    first = measurement.results[0] if measurement.results else None
     return Workload(
         requests_per_second=requests,
         tokens_per_second=tokens or None,
         tokens_per_request=tokens / requests if tokens else None,
         concurrency=concurrency or None,
+        measured_at=inputs.now,
+        step=first.step if first else inputs.status.step,
+        weight=weight if weight is not None else inputs.status.canary_weight,
     )
 
 

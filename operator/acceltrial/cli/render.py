@@ -28,6 +28,7 @@ from acceltrial.api.report import (
     VariantFigures,
 )
 from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.engine.routing import share_text
 
 # Text stays text in the SVG: selectable, searchable, rendered in the page's font.
 matplotlib.rcParams["svg.fonttype"] = "none"
@@ -81,9 +82,14 @@ def window(variant: VariantFigures) -> str:
     if variant.measured_at is None:
         return "never measured with traffic"
     where = "the bake" if variant.step == 0 or variant.weight == 100 else f"step {variant.step}"
-    return (
-        f"{where} ({variant.weight}% to the candidate), window ending {_clock(variant.measured_at)}"
-    )
+    share = share_text(variant.weight or 0, variant.requested_weight)
+    return f"{where} ({share} to the candidate), window ending {_clock(variant.measured_at)}"
+
+
+def asked(point: Point) -> int:
+    """The weight a measurement's step asked for (its share on points recorded before that was
+    kept): which criteria applied, by their ``fromWeight``, is in its terms."""
+    return point.weight if point.requested_weight is None else point.requested_weight
 
 
 def side_by_side(report: Report) -> list[tuple[str, str, str]]:
@@ -217,15 +223,15 @@ def timeline_rows(report: Report) -> list[list[str]]:
     header += [f"{c.name} (candidate / baseline)" for c in criteria] + ["why"]
     rows = [header]
     for point in report.timeline:
-        row = [_clock(point.at, ""), "bake" if point.weight == 100 else str(point.step),
-               f"{point.weight}%", point.outcome]  # fmt: skip
+        row = [_clock(point.at, ""), "bake" if asked(point) == 100 else str(point.step),
+               share_text(point.weight, point.requested_weight), point.outcome]  # fmt: skip
         for criterion in criteria:
             metric = criterion.metric
             shown = (
                 f"{metric_value(metric, point.candidate.get(metric or ''))} / "
                 f"{metric_value(metric, point.baseline.get(metric or ''))}"
             )
-            row.append(shown if point.weight >= criterion.from_weight else f"({shown})")
+            row.append(shown if asked(point) >= criterion.from_weight else f"({shown})")
         row.append(point.reason or "")
         rows.append(row)
     return rows
@@ -367,7 +373,7 @@ def _criterion_chart(
     factor, label = _scale(metric)
     timeline = report.timeline
     judged = [
-        (x, p) for x, p in zip(xs, timeline, strict=True) if p.weight >= criterion.from_weight
+        (x, p) for x, p in zip(xs, timeline, strict=True) if asked(p) >= criterion.from_weight
     ]
     series = {
         variant: [(x, v * factor) for x, p in judged
@@ -470,18 +476,24 @@ def charts(report: Report) -> list[tuple[str, str]]:
     ending = {"Promoted": 100, "RolledBack": 0, "Aborted": 0}.get(str(report.phase))
     moments = [p.at for p in timeline]
     weights = [p.weight for p in timeline]
+    requested = [asked(p) for p in timeline]
     if ending is not None and report.generated_at > moments[-1]:
         moments.append(report.generated_at)
         weights.append(ending)
+        requested.append(ending)
     span, unit = _times(moments)
     xs = span[: len(timeline)]
     figure, axis = plt.subplots(figsize=(10, 2.2))
-    axis.step(span, weights, where="post", color=COLOURS["candidate"])
+    axis.step(span, weights, where="post", color=COLOURS["candidate"], label="share")
+    if requested != weights:
+        # The replicas router shares by whole pods: the asked weight beside what it gave.
+        axis.step(span, requested, where="post", color="#999999", linestyle="--", label="asked")
+        axis.legend(loc="upper left", fontsize="small")
     _same_x_range(axis, span)
     axis.set_ylim(0, 105)
     axis.set_ylabel("% to candidate")
     axis.set_xlabel(f"{unit} since the first measurement")
-    made = [("Candidate weight", _svg(figure))]
+    made = [("Candidate's share of traffic", _svg(figure))]
     for criterion in report.controlled_test.criteria:
         if criterion.metric is None:
             continue

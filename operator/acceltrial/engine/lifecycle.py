@@ -4,15 +4,18 @@ returned status, every action is idempotent, so replaying a tick after a crash c
 
 Phases: Pending -> Preflight -> Progressing (step 0 waits for the candidate to be Available, then
 steps 1..N) -> Promoting (the candidate scaled to what production needs and Available) ->
-BakingIn (all traffic on the candidate, the baseline warm) -> Promoted (the candidate handed over:
+BakingIn (all traffic on the candidate, the baseline warm; with the replicas router the
+baseline's pods are scaled out of the Service) -> Promoted (the candidate handed over:
 owned by nobody; the baseline at zero); Paused on a person's request, on too many
 inconclusive measurements, or while the last step waits for approval; RollingBack -> RolledBack
 (or Aborted) on any failure, including during the bake; Failed when preflight finds the trial
 cannot start (nothing was created).
 
-Rules that hold (and are property-tested): the candidate's weight never exceeds the current
-step's before promotion; a step advances only after a passing measurement of that step (or a
-person's explicit promote); rollback restores the routing recorded in ``status.original``.
+Rules that hold (and are property-tested): the weight asked (``status.requestedWeight``) never
+exceeds the current step's before promotion (``status.canaryWeight`` is the share the routing
+really gives: for the replicas router, whole pods); a step advances only after a passing
+measurement of that step (or a person's explicit promote); rollback restores the routing recorded
+in ``status.original``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from acceltrial.api.status import (
     OriginalRouting,
     Phase,
     PromotionStatus,
+    ReplicasOriginal,
     TrialStatus,
 )
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
@@ -59,6 +63,7 @@ from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.route_guard import route_guard
+from acceltrial.engine.routing import replica_share, share_text
 
 RECENT_RESULTS = 64
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
@@ -178,6 +183,12 @@ class Observation:
     """Routing as the cluster holds it now, before any change by this trial."""
     observed_weight: int | None = None
     """The candidate weight the cluster holds now, as the router reads it back."""
+    observed_share: int | None = None
+    """The candidate's share of traffic the routing really gives now, when the router can tell
+    and it may differ from the weight (the replicas router: ready pods behind the Service)."""
+    baseline_serving: bool = True
+    """While rolling back: whether the baseline has its pods Available again (False while the
+    replicas router's restored baseline is still starting after a bake without it)."""
     routing_conflict: str | None = None
     """Another writer changed the routing since the trial's last write (who, and what)."""
     route_refused: str | None = None
@@ -219,12 +230,20 @@ def criteria_hash(spec: TrialSpec) -> str:
     return hashlib.sha256(json.dumps(frozen, sort_keys=True).encode()).hexdigest()
 
 
+def requested_weight(status: TrialStatus) -> int:
+    """The weight the trial asks the router for now (``status.requestedWeight``; on a status
+    written before it existed, ``canaryWeight``, which then held it)."""
+    if status.requested_weight is not None:
+        return status.requested_weight
+    return status.canary_weight or 0
+
+
 def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
     """The percentage of requests the trial copies to the candidate now: a mirror step's, while
     the trial is at that step before promotion; 0 otherwise."""
     if status.phase not in ("Progressing", "Paused") or not status.step:
         return 0
-    if status.canary_weight:
+    if requested_weight(status):
         return 0
     return spec.steps[status.step - 1].mirrored if status.step <= len(spec.steps) else 0
 
@@ -314,6 +333,8 @@ class _Tick:
             return
         if route_guard(self, phase):
             return
+        if phase in _MEASURED_PHASES and self.obs.observed_share is not None:
+            self._update(canary_weight=self.obs.observed_share)
         handlers = {
             "Pending": self._pending,
             "Preflight": self._preflight,
@@ -355,7 +376,7 @@ class _Tick:
         self._update(original=self.status.original or self.obs.routing)
         if not self._compiled():
             return
-        self._update(step=0, canary_weight=0, step_started_at=self.obs.now)
+        self._update(step=0, canary_weight=0, requested_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
         self._enter("Progressing", "deploying the candidate; waiting for it to be Available")
 
@@ -442,7 +463,7 @@ class _Tick:
             # Resuming grants a fresh allowance of inconclusive measurements.
             self._update(pause_reason=None, counts=counts.model_copy(update={"inconclusive": 0}))
             # A bake paused on missing data resumes as a bake: all traffic is still there.
-            baking = self.status.canary_weight == 100
+            baking = requested_weight(self.status) == 100
             self._enter("BakingIn" if baking else "Progressing", "resumed by a person")
         elif not awaiting and self.obs.action == "promote":
             self._update(pause_reason=None)
@@ -462,7 +483,12 @@ class _Tick:
         self.actions.append(SetWeight(100))
         if self.status.original is not None and self.status.original.hpa is not None:
             self.actions.append(RetargetAutoscaler())
-        self._update(canary_weight=100, step_started_at=self.obs.now, counts=AnalysisCounts())
+        self._update(
+            canary_weight=100,
+            requested_weight=100,
+            step_started_at=self.obs.now,
+            counts=AnalysisCounts(),
+        )
         self._enter(
             "BakingIn",
             f"all traffic on the candidate ({_replicas(promotion.replicas)}); baking for "
@@ -513,12 +539,31 @@ class _Tick:
             )
 
     def _rolling_back(self) -> None:
-        self.actions += list(_undo(self.status))
+        undo = list(_undo(self.status))
+        if self._baseline_still_starting():
+            # The candidate keeps serving until the baseline it gave way to can take over.
+            self.actions += [a for a in undo if not isinstance(a, RemoveCandidate)]
+            self._enter(
+                "RollingBack",
+                "baseline scaled back to its recorded replicas; the candidate is removed once "
+                "they are Available",
+            )
+            return
+        self.actions += undo
         decision = self.status.decision
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
-        self._update(canary_weight=0)
+        self._update(canary_weight=0, requested_weight=0)
         self._enter(final, "routing restored as found; candidate removed")
+
+    def _baseline_still_starting(self) -> bool:
+        """Whether the bake took the baseline's pods out (the replicas router) and they are not
+        Available again yet, within the progress deadline from the decision."""
+        took_out = isinstance(self.status.original, ReplicasOriginal)
+        if not took_out or requested_weight(self.status) != 100 or self.obs.baseline_serving:
+            return False
+        decided = self.status.decision.at if self.status.decision else self.obs.now
+        return self.obs.now < decided + _seconds(self.spec.progress_deadline)
 
     # -- analysis --------------------------------------------------------------------------
 
@@ -534,10 +579,11 @@ class _Tick:
             self._update(economics=measurement.economics)
         verdict: StepStatus = assess(counts, self.spec.analysis)
         mirror = mirror_at(self.spec, self.status)
+        share = share_text(self.status.canary_weight or 0, requested_weight(self.status))
         where = (
             f"at step {self.status.step} ({mirror}% of requests mirrored, no user served)"
             if mirror
-            else f"at {self.status.canary_weight}%"
+            else f"at {share}"
         )
         if verdict in ("Failed", "Errored"):
             code: ReasonCode = CRITERION_FAILED if verdict == "Failed" else MEASUREMENT_ERRORED
@@ -580,18 +626,28 @@ class _Tick:
     def _start_step(self, number: int) -> None:
         step = self.spec.steps[number - 1]
         self.actions.append(SetWeight(step.share, step.mirrored))
+        share = self._share_of(step.share)
         self._update(
             step=number,
-            canary_weight=step.share,
+            canary_weight=share,
+            requested_weight=step.share,
             step_started_at=self.obs.now,
             counts=AnalysisCounts(),
         )
         what = (
             f"{step.mirrored}% of requests mirrored to the candidate, its answers discarded"
             if step.mirrored
-            else f"{step.share}% of traffic"
+            else f"{share_text(share, step.share)} of traffic"
         )
         self._enter("Progressing", f"step {number}/{len(self.spec.steps)}: {what}")
+
+    def _share_of(self, weight: int) -> int:
+        """The share ``weight`` really gives: for the replicas router, whole pods beside the
+        baseline's recorded replicas (the next ticks read the ready pods behind the Service)."""
+        original = self.status.original
+        if isinstance(original, ReplicasOriginal) and original.baseline_replicas:
+            return replica_share(original.baseline_replicas, weight)
+        return weight
 
     def _promote(self) -> None:
         self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
@@ -613,7 +669,7 @@ class _Tick:
 
     def _keep_weight(self) -> None:
         """Re-apply the weight when the cluster no longer holds what the trial set."""
-        observed, expected = self.obs.observed_weight, self.status.canary_weight
+        observed, expected = self.obs.observed_weight, requested_weight(self.status)
         if self.obs.routing_conflict is not None:
             return  # someone else's change: never overwritten (the trial pauses instead)
         if observed is not None and expected is not None and observed != expected:

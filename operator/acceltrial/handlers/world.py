@@ -27,6 +27,7 @@ from acceltrial.engine.lifecycle import (
     Observation,
     measurement_due,
     mirror_at,
+    requested_weight,
 )
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.preflight import available, available_replicas
@@ -102,10 +103,13 @@ class TrialWorld:
         routing = None
         if phase == "Preflight" and not problems and not waits and status.original is None:
             routing = self._snapshot()
-        observed_weight = conflict = refusal = None
-        if phase in ("Progressing", "Paused", "BakingIn") and status.step:
+        observed_weight = conflict = refusal = share = None
+        routed = phase in ("Progressing", "Paused", "BakingIn")
+        if routed and status.step:
             observed_weight = self.router.weight(status.original)
             conflict, refusal = self._route_verdicts(status)
+        if routed:
+            share = self.router.share(self._serving)
         measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
         candidate = self.snapshot.candidate
         return Observation(
@@ -115,6 +119,8 @@ class TrialWorld:
             preflight_waits=waits,
             routing=routing,
             observed_weight=observed_weight,
+            observed_share=share,
+            baseline_serving=phase != "RollingBack" or self._baseline_serving(status),
             routing_conflict=conflict,
             route_refused=refusal,
             candidate_available=candidate is not None and available(candidate),
@@ -131,8 +137,22 @@ class TrialWorld:
         if status.original is None or status.canary_weight is None:
             return None, None
         mirror = mirror_at(self.spec, status)
-        conflict = self.router.conflict(status.canary_weight, status.original, mirror)
+        conflict = self.router.conflict(requested_weight(status), status.original, mirror)
         return conflict, self.router.refusal()
+
+    def _serving(self) -> dict[Variant, int]:
+        """Each variant's pods that take traffic now, as the measurement's targets count them."""
+        return {variant: target.replicas for variant, target in self.snapshot.targets.items()}
+
+    def _baseline_serving(self, status: TrialStatus) -> bool:
+        """Whether the baseline has Available again the replicas it had before the trial (or
+        fewer, if someone has since scaled it down); True without a baseline to wait for."""
+        recorded = status.original.baseline_replicas if status.original else None
+        baseline = self.snapshot.baseline
+        if not recorded or baseline is None:
+            return True
+        wanted = baseline.get("spec", {}).get("replicas") or recorded
+        return available_replicas(baseline) >= min(recorded, wanted)
 
     def _compile_job(self) -> CompileJobState | None:
         return observe_compile(self.kube, self.spec, self.trial)

@@ -39,7 +39,10 @@ def _gatewayapi(context: RouterContext) -> Router:
 
 def _replicas(context: RouterContext) -> Router:
     return ReplicasRouter(
-        context.kube, context.trial.namespace, context.baseline_deployment, context.candidate
+        context.kube,
+        context.trial.namespace,
+        context.baseline_deployment,
+        context.candidate,
     )
 
 

@@ -100,10 +100,16 @@ class GatewayApiOriginal(RoutingRecord):
 
 
 class ReplicasOriginal(RoutingRecord):
-    """Routing as the replicas router found it: the baseline's replicas are all it needs."""
+    """Routing as the replicas router found it: the baseline's replicas and its Service's
+    selector."""
 
     router: Literal["replicas"]
     """The router that recorded it."""
+    service_selector: dict[str, str] | None = None
+    """The baseline Service's spec.selector as found. Before the bake the trial narrows it to
+    the candidate's pods (adding ``acceltrial.dev/variant: candidate``), so the baseline's pods,
+    still running, take no traffic; a rollback writes it back. Absent on records made before
+    the bake narrowed it."""
 
 
 OriginalRouting = Annotated[GatewayApiOriginal | ReplicasOriginal, Field(discriminator="router")]

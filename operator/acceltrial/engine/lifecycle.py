@@ -4,8 +4,8 @@ returned status, every action is idempotent, so replaying a tick after a crash c
 
 Phases: Pending -> Preflight -> Progressing (step 0 waits for the candidate to be Available, then
 steps 1..N) -> Promoting (the candidate scaled to what production needs and Available) ->
-BakingIn (all traffic on the candidate, the baseline warm; with the replicas router the
-baseline's pods are scaled out of the Service) -> Promoted (the candidate handed over:
+BakingIn (all traffic on the candidate, the baseline warm; with the replicas router its pods
+are taken out of the Service, not scaled down) -> Promoted (the candidate handed over:
 owned by nobody; the baseline at zero); Paused on a person's request, on too many
 inconclusive measurements, or while the last step waits for approval; RollingBack -> RolledBack
 (or Aborted) on any failure, including during the bake; Failed when preflight finds the trial
@@ -186,9 +186,6 @@ class Observation:
     observed_share: int | None = None
     """The candidate's share of traffic the routing really gives now, when the router can tell
     and it may differ from the weight (the replicas router: ready pods behind the Service)."""
-    baseline_serving: bool = True
-    """While rolling back: whether the baseline has its pods Available again (False while the
-    replicas router's restored baseline is still starting after a bake without it)."""
     routing_conflict: str | None = None
     """Another writer changed the routing since the trial's last write (who, and what)."""
     route_refused: str | None = None
@@ -539,31 +536,12 @@ class _Tick:
             )
 
     def _rolling_back(self) -> None:
-        undo = list(_undo(self.status))
-        if self._baseline_still_starting():
-            # The candidate keeps serving until the baseline it gave way to can take over.
-            self.actions += [a for a in undo if not isinstance(a, RemoveCandidate)]
-            self._enter(
-                "RollingBack",
-                "baseline scaled back to its recorded replicas; the candidate is removed once "
-                "they are Available",
-            )
-            return
-        self.actions += undo
+        self.actions += list(_undo(self.status))
         decision = self.status.decision
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
         self._update(canary_weight=0, requested_weight=0)
         self._enter(final, "routing restored as found; candidate removed")
-
-    def _baseline_still_starting(self) -> bool:
-        """Whether the bake took the baseline's pods out (the replicas router) and they are not
-        Available again yet, within the progress deadline from the decision."""
-        took_out = isinstance(self.status.original, ReplicasOriginal)
-        if not took_out or requested_weight(self.status) != 100 or self.obs.baseline_serving:
-            return False
-        decided = self.status.decision.at if self.status.decision else self.obs.now
-        return self.obs.now < decided + _seconds(self.spec.progress_deadline)
 
     # -- analysis --------------------------------------------------------------------------
 

@@ -120,7 +120,6 @@ class TrialWorld:
             routing=routing,
             observed_weight=observed_weight,
             observed_share=share,
-            baseline_serving=phase != "RollingBack" or self._baseline_serving(status),
             routing_conflict=conflict,
             route_refused=refusal,
             candidate_available=candidate is not None and available(candidate),
@@ -143,16 +142,6 @@ class TrialWorld:
     def _serving(self) -> dict[Variant, int]:
         """Each variant's pods that take traffic now, as the measurement's targets count them."""
         return {variant: target.replicas for variant, target in self.snapshot.targets.items()}
-
-    def _baseline_serving(self, status: TrialStatus) -> bool:
-        """Whether the baseline has Available again the replicas it had before the trial (or
-        fewer, if someone has since scaled it down); True without a baseline to wait for."""
-        recorded = status.original.baseline_replicas if status.original else None
-        baseline = self.snapshot.baseline
-        if not recorded or baseline is None:
-            return True
-        wanted = baseline.get("spec", {}).get("replicas") or recorded
-        return available_replicas(baseline) >= min(recorded, wanted)
 
     def _compile_job(self) -> CompileJobState | None:
         return observe_compile(self.kube, self.spec, self.trial)

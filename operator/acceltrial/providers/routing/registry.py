@@ -43,6 +43,7 @@ def _replicas(context: RouterContext) -> Router:
         context.trial.namespace,
         context.baseline_deployment,
         context.candidate,
+        context.baseline_service,
     )
 
 

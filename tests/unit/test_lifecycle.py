@@ -658,15 +658,23 @@ def test_the_replicas_router_says_the_share_its_pods_give_beside_the_weight_aske
 
 def test_the_share_follows_the_ready_pods_the_router_counts() -> None:
     """A candidate pod still starting gives no share yet: canaryWeight says what the pods behind
-    the Service give now, while the weight asked stays the step's (never re-written)."""
+    the Service give now, while the weight asked stays the step's (never re-written). When the
+    share changes the step counts from then, and the measurement whose window straddles the
+    change is not judged."""
     driver = Driver(replicas_spec(), original=REPLICAS)
     driver.run_until("Progressing")
     driver.tick()
     driver.tick(observed_share=0, outcome=None)
     assert (driver.status.requested_weight, driver.status.canary_weight) == (25, 0)
     assert driver.history[-1].actions == (), "no drift: the router reads back no weight"
-    driver.tick(observed_share=33, outcome=None)
+    assert driver.status.step_started_at == driver.now, "the step counts from the change"
+    driver.tick(observed_share=33, outcome="Fail")
     assert driver.status.canary_weight == 33
+    assert driver.status.phase == "Progressing", "a window across the change is not judged"
+    assert driver.status.step_started_at == driver.now
+    driver.tick(observed_share=33, advance=timedelta(minutes=2), outcome="Pass")
+    driver.tick(observed_share=33, outcome="Pass")
+    assert driver.status.step == 2, "the step ran its 2 minutes from the change"
 
 
 def test_a_failure_names_the_share_and_the_weight_asked() -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -330,8 +330,8 @@ class _Tick:
             return
         if route_guard(self, phase):
             return
-        if phase in _MEASURED_PHASES and self.obs.observed_share is not None:
-            self._update(canary_weight=self.obs.observed_share)
+        if phase in _MEASURED_PHASES:
+            self._follow_share()
         handlers = {
             "Pending": self._pending,
             "Preflight": self._preflight,
@@ -478,6 +478,8 @@ class _Tick:
             self._scale_up(promotion)
             return
         self.actions.append(SetWeight(100))
+        # Never scaled down: the replicas router's last step may have run more pods.
+        serving = max(promotion.replicas, self.obs.candidate_available_replicas)
         if self.status.original is not None and self.status.original.hpa is not None:
             self.actions.append(RetargetAutoscaler())
         self._update(
@@ -488,7 +490,7 @@ class _Tick:
         )
         self._enter(
             "BakingIn",
-            f"all traffic on the candidate ({_replicas(promotion.replicas)}); baking for "
+            f"all traffic on the candidate ({_replicas(serving)}); baking for "
             f"{self.spec.promotion.bake_time}",
         )
 
@@ -618,6 +620,20 @@ class _Tick:
             else f"{share_text(share, step.share)} of traffic"
         )
         self._enter("Progressing", f"step {number}/{len(self.spec.steps)}: {what}")
+
+    def _follow_share(self) -> None:
+        """Keep ``canaryWeight`` at the share the router reads (the replicas router: the ready
+        pods behind the Service). When it changes within a step (a candidate pod became ready,
+        or left), the step's traffic is the new share's from now: the step restarts its clock,
+        as a replica-based canary counts a step from when its pods are available, and this
+        tick's measurement, whose window straddles the change, is not judged."""
+        share = self.obs.observed_share
+        if share is None or share == self.status.canary_weight:
+            return
+        self._update(canary_weight=share)
+        if self.status.step:
+            self._update(step_started_at=self.obs.now)
+            self.obs = replace(self.obs, measurement=None)
 
     def _share_of(self, weight: int) -> int:
         """The share ``weight`` really gives: for the replicas router, whole pods beside the

@@ -664,6 +664,9 @@ def test_the_share_follows_the_ready_pods_the_router_counts() -> None:
     driver = Driver(replicas_spec(), original=REPLICAS)
     driver.run_until("Progressing")
     driver.tick()
+    later = driver.now + timedelta(minutes=1)
+    assert measurement_due(driver.spec, driver.status, later, share=33)
+    assert not measurement_due(driver.spec, driver.status, later, share=0), "not across a change"
     driver.tick(observed_share=0, outcome=None)
     assert (driver.status.requested_weight, driver.status.canary_weight) == (25, 0)
     assert driver.history[-1].actions == (), "no drift: the router reads back no weight"

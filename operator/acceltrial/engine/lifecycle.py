@@ -245,9 +245,15 @@ def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
     return spec.steps[status.step - 1].mirrored if status.step <= len(spec.steps) else 0
 
 
-def measurement_due(spec: TrialSpec, status: TrialStatus, now: datetime) -> bool:
-    """Whether a measurement should be taken now (one ``analysis.interval`` after the last)."""
+def measurement_due(
+    spec: TrialSpec, status: TrialStatus, now: datetime, share: int | None = None
+) -> bool:
+    """Whether a measurement should be taken now (one ``analysis.interval`` after the last);
+    never when the router reads a ``share`` other than ``status.canaryWeight``: the window
+    would straddle the change, and the step counts from it (see ``_follow_share``)."""
     if status.phase not in _MEASURED_PHASES or not status.step or status.step_started_at is None:
+        return False
+    if share is not None and share != status.canary_weight:
         return False
     since = max(status.step_started_at, status.last_measurement_at or status.step_started_at)
     return now >= since + _seconds(spec.analysis.interval)

@@ -110,7 +110,8 @@ class TrialWorld:
             conflict, refusal = self._route_verdicts(status)
         if routed:
             share = self.router.share(self._serving)
-        measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
+        due = measurement_due(self.spec, status, now, share)
+        measurement = self.measure(status, now) if due else None
         candidate = self.snapshot.candidate
         return Observation(
             now=now,

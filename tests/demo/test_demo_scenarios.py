@@ -205,20 +205,36 @@ def run_and_check(name: str, folder: Path, control_plane: str) -> str | None:
 
 def check_result(name: str, result: dict[str, Any]) -> None:
     status = result["status"]
-    refs = result["route"]["spec"]["rules"][0]["backendRefs"]
-    if status["phase"] == "Promoted":
+    if name == "replicas-router":
+        assert_replicas_router_shares(result)
+    elif status["phase"] == "Promoted":
+        refs = result["route"]["spec"]["rules"][0]["backendRefs"]
         assert [r["weight"] for r in refs] == [0, 100]
         assert status["economics"]["projectedMonthlySavings"] > 0
     elif "original" not in status:  # stopped in preflight: nothing recorded, nothing changed
+        refs = result["route"]["spec"]["rules"][0]["backendRefs"]
         assert status["decision"]["verdict"] == "none"
         assert not any(r["name"].endswith("-candidate") for r in refs), "the route as found"
     else:
+        refs = result["route"]["spec"]["rules"][0]["backendRefs"]
         assert refs == status["original"]["httpRoute"]["backendRefs"], "routing as found"
     if name in ("promote", "low-utilization"):
         assert_report_economics_recompute(result["report"], status)
     assert result["pids"], "the demo reports what it started"
     for what, pid in result["pids"].items():
         assert not alive(pid), f"{what} (pid {pid}) still runs after the demo"
+
+
+def assert_replicas_router_shares(result: dict[str, Any]) -> None:
+    """Steps asked 25% and 50% beside two baseline pods: one candidate pod is 33%, two are 50%,
+    and the bake, the baseline's pods out of the Service, 100%; the report says so."""
+    status, report = result["status"], result["report"]
+    assert (status["canaryWeight"], status["requestedWeight"]) == (100, 100)
+    assert report["controlledTest"]["plannedWeights"] == [25, 50]
+    assert report["controlledTest"]["weightsReached"] == [33, 50, 100]
+    asked = {(p["weight"], p.get("requestedWeight")) for p in report["timeline"]}
+    assert (33, 25) in asked, "the first step's share, with the weight it asked"
+    assert status["economics"]["projectedMonthlySavings"] > 0
 
 
 def assert_told_in_order(stdout: str) -> None:

@@ -73,16 +73,54 @@ def test_replicas_scales_the_candidate_to_its_share_and_leaves_the_baseline(
     router = trial.router
     assert isinstance(router, ReplicasRouter)
     original = router.snapshot()
-    assert original == ReplicasOriginal(router="replicas", baseline_replicas=2)
+    assert original == ReplicasOriginal(
+        router="replicas", baseline_replicas=2, service_selector={"app": "llama3"}
+    )
     trial.execute(DeployCandidate(), TrialStatus(phase="Preflight", original=original))
 
     router.set_weight(50, original)
     deployments = DEPLOYMENTS.format(namespace)
     assert api.get(f"{deployments}/llama3-inf2-candidate").body["spec"]["replicas"] == 2
+    assert router.share(lambda: {"baseline": 2, "candidate": 2}) == 50
     router.set_weight(25, original)
     assert api.get(f"{deployments}/llama3-inf2-candidate").body["spec"]["replicas"] == 1
+    assert router.share(lambda: {"baseline": 2, "candidate": 1}) == 33, "asked 25%, one pod"
     assert api.get(f"{deployments}/llama3-gpu").body["spec"]["replicas"] == 2, "untouched"
     assert router.weight() is None, "a ratio of pods, nothing to read back"
+    assert router.committed() == {}
+
+
+def test_replicas_bakes_on_the_candidate_alone_and_a_rollback_restores_the_selector_exactly(
+    api: Api, kube: Kube, namespace: str
+) -> None:
+    """Before the bake the baseline Service selects the candidate's pods only (the baseline's
+    keep running, out of traffic): the bake is at 100%. A rollback writes the selector back as
+    recorded; the baseline Deployment is never scaled."""
+    trial = world(api, kube, namespace, "replicas")
+    router = trial.router
+    original = router.snapshot()
+    trial.execute(DeployCandidate(), TrialStatus(phase="Preflight", original=original))
+    service = f"/api/v1/namespaces/{namespace}/services/llama3-gpu"
+    found = api.get(service).body["spec"]
+
+    router.set_weight(25, original)
+    kube.scale(namespace, "llama3-inf2-candidate", 2)  # Promoting scaled it for production
+    router.set_weight(100, original)
+    deployments = DEPLOYMENTS.format(namespace)
+    assert api.get(service).body["spec"]["selector"] == {
+        "app": "llama3",
+        "acceltrial.dev/variant": "candidate",
+    }
+    assert api.get(f"{deployments}/llama3-inf2-candidate").body["spec"]["replicas"] == 2, (
+        "all traffic keeps the replicas scaled for production"
+    )
+    assert api.get(f"{deployments}/llama3-gpu").body["spec"]["replicas"] == 2, "warm, unscaled"
+    assert router.share(lambda: {"baseline": 2, "candidate": 2}) == 100, "baseline out"
+    assert set(router.committed()) == {"service"}, "promoted: the Service to commit"
+
+    router.restore(original)
+    assert api.get(service).body["spec"] == found, "the Service exactly as found"
+    assert api.get(f"{deployments}/llama3-gpu").body["spec"]["replicas"] == 2
     assert router.committed() == {}
 
 

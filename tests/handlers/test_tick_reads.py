@@ -33,8 +33,11 @@ def started_trial(api: Api, kube: Kube, namespace: str, router: str) -> TrialSta
         if router == "gatewayapi"
         else ReplicasOriginal(router="replicas", baseline_replicas=2)
     )  # fmt: skip
+    # The replicas router's share is its ready pods behind the Service: none is Ready here (no
+    # kubelet runs them), so it reads 0%, and the status says so.
+    share = 5 if router == "gatewayapi" else 0
     status = TrialStatus(
-        phase="Progressing", step=1, canary_weight=5, original=original,
+        phase="Progressing", step=1, canary_weight=share, requested_weight=5, original=original,
         step_started_at=datetime.now(UTC) - timedelta(seconds=4),
     )  # fmt: skip
     world = TrialWorld(kube, spec, ref)

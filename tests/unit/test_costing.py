@@ -125,3 +125,32 @@ def test_a_custom_preset_plans_no_server_queries_for_the_cost_model() -> None:
     })  # fmt: skip
     planned = plan_cost_inputs(analysis)
     assert {q.criterion for q in planned} == {"economics:accelerator_utilization"}
+
+
+def test_both_variants_are_projected_from_the_pods_that_served_for_all_the_traffic() -> None:
+    """The replicas router's 50% step with one of the candidate's two pods still starting: the
+    serving pod carried the candidate's 6.5 req/s at 27.19% busy, capacity 6.5 / 0.2719 = 23.9
+    req/s a pod, so production's 13 req/s needs ceil(13 / (23.9 x 0.7)) = 1 inf2.8xlarge.
+    Counting the starting pod would halve that capacity and project 2 (ceil(13 / 8.37)). The
+    baseline, 2 pods at 6.5 req/s and 39.81% busy, 3.25 / 0.3981 = 8.16 a pod, needs
+    ceil(13 / 5.71) = 3 g5.xlarge: both for the same 13 req/s, by one rule."""
+    measured = {
+        ("request_rate", "baseline"): 6.5,
+        ("accelerator_utilization", "baseline"): 0.3981,
+        ("request_rate", "candidate"): 6.5,
+        ("accelerator_utilization", "candidate"): 0.2719,
+    }
+    starting = VariantTarget(
+        "candidate", "ml", "llama3-inf2", ("inf2-a", "inf2-b"), "neuron", serving=1
+    )
+    targets = {**TARGETS, "candidate": starting}
+    comparison = cost_figures(readings(measured), targets, RESOURCES, EconomicsSpec()).comparison
+    assert comparison.production.requests_per_second == pytest.approx(13.0)
+    assert comparison.candidate.projected_replicas == 1
+    assert comparison.baseline.projected_replicas == 3
+    assert comparison.candidate.projected_cost_per_hour == pytest.approx(1.96786)
+    assert comparison.baseline.projected_cost_per_hour == pytest.approx(3 * 1.006)
+    counted_all = {**TARGETS, "candidate": VariantTarget(
+        "candidate", "ml", "llama3-inf2", ("inf2-a", "inf2-b"), "neuron")}  # fmt: skip
+    wrong = cost_figures(readings(measured), counted_all, RESOURCES, EconomicsSpec()).comparison
+    assert wrong.candidate.projected_replicas == 2, "the starting pod counted: capacity halved"

@@ -24,6 +24,8 @@ from acceltrial.api.reasons import (
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import (
     EconomicsStatus,
+    OriginalRouting,
+    ReplicasOriginal,
     TrialStatus,
     VariantEconomics,
     original_routing,
@@ -101,6 +103,8 @@ class Driver:
     available_replicas: int = 1
     """Available candidate replicas while candidate_available."""
     autoscaler: AutoscalerBounds | None = None
+    original: OriginalRouting = ORIGINAL
+    """The routing the router records in preflight."""
     history: list[TickResult] = field(default_factory=list)
 
     def tick(
@@ -110,6 +114,8 @@ class Driver:
         observed_weight: int | None = None,
         advance: timedelta = timedelta(minutes=1),
         problems: tuple[str, ...] = (),
+        *,
+        observed_share: int | None = None,
     ) -> TickResult:
         self.now += advance
         due = measurement_due(self.spec, self.status, self.now)
@@ -118,8 +124,9 @@ class Driver:
             now=self.now,
             generation=1,
             preflight_problems=problems,
-            routing=ORIGINAL,
+            routing=self.original,
             observed_weight=observed_weight,
+            observed_share=observed_share,
             candidate_available=self.candidate_available,
             candidate_available_replicas=self.available_replicas if self.candidate_available else 0,
             autoscaler=self.autoscaler,
@@ -473,9 +480,11 @@ def _weight_never_exceeds_the_step(spec: TrialSpec, result: TickResult) -> None:
         else:
             assert after.step is not None
             assert set_weight.weight == spec.steps[after.step - 1].weight
-    paused_bake = after.phase == "Paused" and after.canary_weight == 100
+    paused_bake = after.phase == "Paused" and after.requested_weight == 100
     if after.phase in ("Progressing", "Paused") and after.step and not paused_bake:
-        assert after.canary_weight == spec.steps[after.step - 1].weight
+        assert after.requested_weight == spec.steps[after.step - 1].weight
+        # The gateway splits by weight: the share is the weight asked.
+        assert after.canary_weight == after.requested_weight
 
 
 def _no_step_is_left_without_a_pass(
@@ -624,3 +633,87 @@ def test_the_criteria_hash_of_steps_without_mirror_is_unchanged() -> None:
     }
     digest = hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()
     assert criteria_hash(spec) == digest
+
+
+# -- the replicas router: the share whole pods give, beside the weight asked --------------------
+
+REPLICAS = ReplicasOriginal(
+    router="replicas", baseline_replicas=2, service_selector={"app": "llama3"}
+)
+
+
+def replicas_spec() -> TrialSpec:
+    return make_spec(
+        traffic={"router": "replicas", "gatewayapi": None},
+        steps=[{"weight": 25, "duration": "2m"}, {"weight": 50, "duration": "2m"}],
+    )
+
+
+def test_the_replicas_router_says_the_share_its_pods_give_beside_the_weight_asked() -> None:
+    """One candidate pod beside two baseline pods is 33% when the step asks 25%; two beside two
+    is 50%; the bake (the baseline's pods out of the Service) is 100%."""
+    driver = Driver(replicas_spec(), original=REPLICAS)
+    driver.run_until("Progressing")
+    driver.tick()  # candidate available: step 1
+    status = driver.status
+    assert (status.step, status.requested_weight, status.canary_weight) == (1, 25, 33)
+    assert "step 1/2: 33% (asked 25%) of traffic" in (status.message or "")
+    assert driver.history[-1].actions[-1] == SetWeight(25), "the router is asked for 25%"
+    seen = []
+    for _ in range(12):
+        if driver.status.phase == "Promoted":
+            break
+        driver.tick()
+        seen.append((driver.status.requested_weight, driver.status.canary_weight))
+    assert driver.status.phase == "Promoted"
+    assert (50, 50) in seen
+    assert (100, 100) in seen
+    assert driver.weights() == [25, 50, 100]
+
+
+def test_the_share_follows_the_ready_pods_the_router_counts() -> None:
+    """A candidate pod still starting gives no share yet: canaryWeight says what the pods behind
+    the Service give now, while the weight asked stays the step's (never re-written). When the
+    share changes the step counts from then, and the measurement whose window straddles the
+    change is not judged."""
+    driver = Driver(replicas_spec(), original=REPLICAS)
+    driver.run_until("Progressing")
+    driver.tick()
+    later = driver.now + timedelta(minutes=1)
+    assert measurement_due(driver.spec, driver.status, later, share=33)
+    assert not measurement_due(driver.spec, driver.status, later, share=0), "not across a change"
+    driver.tick(observed_share=0, outcome=None)
+    assert (driver.status.requested_weight, driver.status.canary_weight) == (25, 0)
+    assert driver.history[-1].actions == (), "no drift: the router reads back no weight"
+    assert driver.status.step_started_at == driver.now, "the step counts from the change"
+    driver.tick(observed_share=33, outcome="Fail")
+    assert driver.status.canary_weight == 33
+    assert driver.status.phase == "Progressing", "a window across the change is not judged"
+    assert driver.status.step_started_at == driver.now
+    driver.tick(observed_share=33, advance=timedelta(minutes=2), outcome="Pass")
+    driver.tick(observed_share=33, outcome="Pass")
+    assert driver.status.step == 2, "the step ran its 2 minutes from the change"
+
+
+def test_a_failure_names_the_share_and_the_weight_asked() -> None:
+    driver = Driver(replicas_spec(), original=REPLICAS)
+    driver.run_until("Progressing")
+    driver.tick()
+    driver.tick(outcome="Fail")
+    decision = driver.status.decision
+    assert decision is not None
+    assert decision.reason.endswith("at 33% (asked 25%)")
+    driver.tick(outcome=None)
+    status = driver.status
+    assert (status.phase, status.requested_weight, status.canary_weight) == ("RolledBack", 0, 0)
+
+
+def test_a_paused_bake_resumes_as_a_bake_whatever_share_is_read() -> None:
+    driver = Driver(replicas_spec(), original=REPLICAS)
+    driver.run_until("BakingIn")
+    driver.tick(action="pause", outcome="Inconclusive")
+    driver.tick(outcome="Inconclusive")
+    assert driver.status.phase == "Paused"
+    # A candidate pod restarting: the share read is 0, the bake is still a bake.
+    driver.tick(action="resume", outcome=None, observed_share=0)
+    assert driver.status.phase == "BakingIn"

@@ -10,7 +10,10 @@ from acceltrial.engine.routing import (
     RoutingError,
     candidate_percent,
     replica_percent,
+    replica_share,
     replicas_for_share,
+    serving,
+    share_text,
     split,
 )
 
@@ -57,3 +60,30 @@ def test_reading_back_recovers_the_percent(weight: int, base: int) -> None:
 def test_replica_shares(baseline: int, weight: int, replicas: int, share: int) -> None:
     assert replicas_for_share(baseline, weight) == replicas
     assert replica_percent(baseline, replicas) == share
+
+
+@pytest.mark.parametrize(
+    ("baseline", "weight", "share"),
+    [(2, 25, 33), (2, 50, 50), (2, 5, 33), (4, 20, 20), (3, 25, 25), (6, 10, 14), (2, 100, 100)],
+)
+def test_the_share_a_weight_really_gives_in_whole_pods(
+    baseline: int, weight: int, share: int
+) -> None:
+    """One candidate pod beside two baseline pods is 1/3 = 33%, whether 5% or 25% was asked;
+    all traffic is 100%: the bake takes the baseline's pods out of the Service."""
+    assert replica_share(baseline, weight) == share
+
+
+def test_a_share_is_said_with_the_weight_asked_beside_it_when_they_differ() -> None:
+    assert share_text(33, 25) == "33% (asked 25%)"
+    assert share_text(50, 50) == "50%"
+    assert share_text(20, None) == "20%"
+
+
+def test_a_terminating_pod_serves_nothing_even_while_ready() -> None:
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    terminating = {"metadata": {"deletionTimestamp": "2026-12-06T05:00:00Z"}, **ready}
+    starting = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    assert serving(ready)
+    assert not serving(terminating)
+    assert not serving(starting)

@@ -54,6 +54,8 @@ class VariantFigures(ApiModel):
     """The step of that measurement; 0 for the bake."""
     weight: int | None = None
     """The candidate's share of traffic (%) during that measurement."""
+    requested_weight: int | None = None
+    """The weight the step asked for then, when known."""
 
 
 class Variants(ApiModel):
@@ -83,6 +85,9 @@ class Point(ApiModel):
     at: datetime
     step: int
     weight: int
+    """The candidate's share of traffic (%) as the routing gave it."""
+    requested_weight: int | None = None
+    """The weight the step asked for, when known (differs with the ``replicas`` router)."""
     outcome: Literal["Pass", "Fail", "Inconclusive", "Error", "Thin"]
     reason: str | None = None
     """Why this outcome: the worst criterion and its numbers."""

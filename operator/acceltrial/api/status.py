@@ -100,10 +100,16 @@ class GatewayApiOriginal(RoutingRecord):
 
 
 class ReplicasOriginal(RoutingRecord):
-    """Routing as the replicas router found it: the baseline's replicas are all it needs."""
+    """Routing as the replicas router found it: the baseline's replicas and its Service's
+    selector."""
 
     router: Literal["replicas"]
     """The router that recorded it."""
+    service_selector: dict[str, str] | None = None
+    """The baseline Service's spec.selector as found. Before the bake the trial narrows it to
+    the candidate's pods (adding ``acceltrial.dev/variant: candidate``), so the baseline's pods,
+    still running, take no traffic; a rollback writes it back. Absent on records made before
+    the bake narrowed it."""
 
 
 OriginalRouting = Annotated[GatewayApiOriginal | ReplicasOriginal, Field(discriminator="router")]
@@ -152,7 +158,11 @@ class CriterionResult(ApiModel):
     step: int = Field(ge=0)
     """Step (1-based) the measurement belongs to; 0 for the bake after promotion."""
     weight: int = Field(ge=0, le=100)
-    """Candidate weight during the measurement."""
+    """The candidate's share of traffic (%) during the measurement: for the ``replicas`` router
+    its ready pods over all ready pods behind the baseline Service."""
+    requested_weight: int | None = Field(default=None, ge=0, le=100)
+    """The weight the step asked for; differs from ``weight`` when the router cannot give it
+    exactly (the ``replicas`` router shares by whole pods). Absent on older results."""
     verdict: Verdict
     """Pass, Fail or Inconclusive."""
     baseline: float | None = None
@@ -336,7 +346,12 @@ class TrialStatus(ApiModel):
     step: int | None = Field(default=None, ge=0)
     """The current step (1-based); 0 before the first step."""
     canary_weight: int | None = Field(default=None, ge=0, le=100)
-    """Percentage of traffic the candidate receives now."""
+    """Percentage of traffic the candidate receives now, as the routing really gives it: for the
+    ``replicas`` router its ready pods over all ready pods behind the baseline Service (one pod
+    beside two is 33%, whatever the step asked)."""
+    requested_weight: int | None = Field(default=None, ge=0, le=100)
+    """The weight the current step asks for (100 from promotion on, 0 after a rollback); equal
+    to ``canaryWeight`` for the ``gatewayapi`` router."""
     criteria_hash: str | None = Field(default=None, max_length=128)
     """Hash of spec.steps and spec.analysis frozen when the trial started."""
     started_at: datetime | None = None

@@ -25,6 +25,12 @@ _PERCENT_METRICS = ("error_ratio", "accelerator_utilization")
 _COST_METRICS = ("cost_per_million_tokens", "cost_per_thousand_requests")
 
 
+def asked(point: Point) -> int:
+    """The weight a measurement's step asked for (its share on points recorded before that was
+    kept): which criteria applied, by their ``fromWeight``, is in its terms."""
+    return point.weight if point.requested_weight is None else point.requested_weight
+
+
 def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -73,7 +79,7 @@ def _criterion_chart(
     factor, label = _scale(metric)
     timeline = report.timeline
     judged = [
-        (x, p) for x, p in zip(xs, timeline, strict=True) if p.weight >= criterion.from_weight
+        (x, p) for x, p in zip(xs, timeline, strict=True) if asked(p) >= criterion.from_weight
     ]
     series = {
         variant: [(x, v * factor) for x, p in judged
@@ -176,18 +182,24 @@ def charts(report: Report) -> list[tuple[str, str]]:
     ending = {"Promoted": 100, "RolledBack": 0, "Aborted": 0}.get(str(report.phase))
     moments = [p.at for p in timeline]
     weights = [p.weight for p in timeline]
+    requested = [asked(p) for p in timeline]
     if ending is not None and report.generated_at > moments[-1]:
         moments.append(report.generated_at)
         weights.append(ending)
+        requested.append(ending)
     span, unit = _times(moments)
     xs = span[: len(timeline)]
     figure, axis = plt.subplots(figsize=(10, 2.2))
-    axis.step(span, weights, where="post", color=COLOURS["candidate"])
+    axis.step(span, weights, where="post", color=COLOURS["candidate"], label="share")
+    if requested != weights:
+        # The replicas router shares by whole pods: the asked weight beside what it gave.
+        axis.step(span, requested, where="post", color="#999999", linestyle="--", label="asked")
+        axis.legend(loc="upper left", fontsize="small")
     _same_x_range(axis, span)
     axis.set_ylim(0, 105)
     axis.set_ylabel("% to candidate")
     axis.set_xlabel(f"{unit} since the first measurement")
-    made = [("Candidate weight", _svg(figure))]
+    made = [("Candidate's share of traffic", _svg(figure))]
     for criterion in report.controlled_test.criteria:
         if criterion.metric is None:
             continue

@@ -17,7 +17,7 @@ from acceltrial.api.report import (
     Workload,
 )
 from acceltrial.api.status import TERMINAL_PHASES
-from acceltrial.cli.charts import charts
+from acceltrial.cli.charts import asked, charts
 from acceltrial.cli.render_evidence import (
     NO_EVIDENCE,
     evidence_markdown,
@@ -29,6 +29,7 @@ from acceltrial.cli.units import metric_value
 from acceltrial.cli.units import money as _money
 from acceltrial.cli.units import number as _number
 from acceltrial.cli.units import percent as _percent
+from acceltrial.engine.routing import share_text
 
 __all__ = [
     "charts",
@@ -56,7 +57,7 @@ def _clock(at: datetime | None, zone: str = " UTC") -> str:
 
 def window(variant: VariantFigures) -> str:
     """Which measurement the figures of a variant come from."""
-    return window_of(variant.step, variant.weight, variant.measured_at)
+    return window_of(variant.step, variant.weight, variant.measured_at, variant.requested_weight)
 
 
 def side_by_side(report: Report) -> list[tuple[str, str, str]]:
@@ -175,15 +176,15 @@ def timeline_rows(report: Report) -> list[list[str]]:
     header += [f"{c.name} (candidate / baseline)" for c in criteria] + ["why"]
     rows = [header]
     for point in report.timeline:
-        row = [_clock(point.at, ""), "bake" if point.weight == 100 else str(point.step),
-               f"{point.weight}%", point.outcome]  # fmt: skip
+        row = [_clock(point.at, ""), "bake" if asked(point) == 100 else str(point.step),
+               share_text(point.weight, point.requested_weight), point.outcome]  # fmt: skip
         for criterion in criteria:
             metric = criterion.metric
             shown = (
                 f"{metric_value(metric, point.candidate.get(metric or ''))} / "
                 f"{metric_value(metric, point.baseline.get(metric or ''))}"
             )
-            row.append(shown if point.weight >= criterion.from_weight else f"({shown})")
+            row.append(shown if asked(point) >= criterion.from_weight else f"({shown})")
         row.append(point.reason or "")
         rows.append(row)
     return rows
@@ -207,12 +208,12 @@ QUERIES_SAID = (
 def query_rows(report: Report) -> list[list[str]]:
     """A header and one row per reading and variant: its query and the window it was asked for."""
     rows = [["reading", "variant", "last asked for", "query"]]
-    for asked in report.queries:
-        when = window_of(asked.step, asked.weight, asked.measured_at)
-        if asked.variant == "baseline" and (asked.step == 0 or asked.weight == 100):
-            ended = _clock(asked.measured_at)
+    for query in report.queries:
+        when = window_of(query.step, query.weight, query.measured_at)
+        if query.variant == "baseline" and (query.step == 0 or query.weight == 100):
+            ended = _clock(query.measured_at)
             when = f"its last window with traffic, ending {ended} as the bake began"
-        rows.append([asked.reading, asked.variant, when, asked.query])
+        rows.append([query.reading, query.variant, when, query.query])
     return rows
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from acceltrial.api.report import Report
 from acceltrial.api.status import EconomicsStatus, VariantEconomics
 from acceltrial.engine.economics import UTILIZATION_BAND, payback_months
+from acceltrial.engine.routing import share_text
 
 _TOLERANCE = 1e-6
 
@@ -42,12 +43,16 @@ WOULD_HAVE = Verbs(
 )
 
 
-def window_of(step: int | None, weight: int | None, at: datetime | None) -> str:
-    """Which measurement window figures come from, in words."""
+def window_of(
+    step: int | None, weight: int | None, at: datetime | None, requested: int | None = None
+) -> str:
+    """Which measurement window figures come from, in words (the share the routing gave, with
+    the step's asked weight beside it where they differ)."""
     if at is None:
         return "never measured with traffic"
     where = "the bake" if step == 0 or weight == 100 else f"step {step}"
-    return f"{where} ({weight}% to the candidate), window ending {at.strftime('%H:%M:%S')} UTC"
+    share = share_text(weight or 0, requested)
+    return f"{where} ({share} to the candidate), window ending {at.strftime('%H:%M:%S')} UTC"
 
 
 def economics_window(economics: EconomicsStatus, variant: str | None = None) -> str:

@@ -17,6 +17,7 @@ from acceltrial.api.report import UnreadableReport, read_report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.cli import progress_bar as progress
 from acceltrial.cli.render import html_page, markdown
+from acceltrial.engine.routing import share_text
 from acceltrial.kube.gateway import Kube, KubeError
 
 ACTIONS = USER_ACTIONS
@@ -80,7 +81,7 @@ def status_rows(trials: Sequence[Manifest], watching: bool) -> list[list[str]]:
             trial["metadata"]["name"],
             str(status.get("phase") or "Pending"),
             f"{status.get('step') or 0}/{steps}",
-            f"{status.get('canaryWeight') or 0}%",
+            share_text(status.get("canaryWeight") or 0, status.get("requestedWeight")),
             _verdicts(status),
             shorten(str(status.get("message") or ""), MESSAGE_WIDTH),
         ]

@@ -52,6 +52,7 @@ from acceltrial.demo.scenario import (
 )
 from acceltrial.demo.user import ScriptedUser, served_by
 from acceltrial.engine.economics import migration_total
+from acceltrial.engine.routing import share_text
 from acceltrial.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
 from acceltrial.sandbox.fleet.model import ServingProfile
@@ -476,12 +477,13 @@ class _Seen:
         if phase in ("Progressing", "Paused") and step and step != self.step:
             self.step = step
             weight = status.get("canaryWeight", 0)
+            share = share_text(weight, status.get("requestedWeight"))
             mirror = run.trial["spec"]["steps"][step - 1].get("mirror") if step <= steps else None
             run.say(
                 f"step {step}/{steps}: {mirror}% of requests mirrored to the candidate, its "
                 "answers discarded (no user served by it)"
                 if mirror and not weight
-                else f"step {step}/{steps}: {weight}% of requests go to the candidate"
+                else f"step {step}/{steps}: {share} of requests go to the candidate"
             )
 
     def _measurement(self, run: Run, status: Manifest, fleet: Fleet, steps: int) -> None:
@@ -490,6 +492,7 @@ class _Seen:
         # carry the step and weight they were measured at.
         measured_step = results[0]["step"] if results else int(status.get("step") or 0)
         weight = results[0]["weight"] if results else status.get("canaryWeight", 0)
+        asked = results[0].get("requestedWeight") if results else status.get("requestedWeight")
         counts = status.get("counts") or {}
         same_step = bool(counts.get("lastOutcome"))
         outcome = counts.get("lastOutcome") if same_step else _worst(results)
@@ -501,7 +504,11 @@ class _Seen:
             else ""
         )
         # Weight 0 during a step is a mirror step: the candidate is judged on copies.
-        where = "on mirrored copies" if weight == 0 and measured_step else f"at {weight}%"
+        where = (
+            "on mirrored copies"
+            if weight == 0 and measured_step
+            else f"at {share_text(weight, asked)}"
+        )
         run.say(f"{progress.bar(self.done)} measurement {where}: {outcome}{tally}")
         # Every criterion's numbers for the first measurement of a step and for any that did
         # not pass; a passing repeat is one line.

@@ -10,7 +10,7 @@ from typing import Any
 from acceltrial.api.actions import ACTION_ANNOTATION
 from acceltrial.demo.cluster import DEPLOYMENTS, ROUTES, SERVICES, TRIALS, Client
 from acceltrial.demo.scenario import TRIAL_ACTIONS, Manifest, ScenarioAction, seconds
-from acceltrial.sandbox.objects import pod_ready
+from acceltrial.engine.routing import serving
 
 VARIANT_LABEL = "acceltrial.dev/variant"
 
@@ -125,7 +125,9 @@ def _ready_variants(client: Client, namespace: str, service_name: str) -> set[st
     selector: dict[str, Any] = service["spec"].get("selector") or {}
     label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
     pods = client.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector={label_selector}")
-    ready = [p for p in (pods or {}).get("items", []) if pod_ready(p)]
+    # As the endpoints see them: a terminating pod (removed by a rollback, still Ready while it
+    # shuts down) takes no new request, so it serves nothing.
+    ready = [p for p in (pods or {}).get("items", []) if serving(p)]
     if not ready:
         return f"Service {service_name} has no Ready pods"
     return {

@@ -139,7 +139,9 @@ def cost_figures(
         values = {m: _value(readings.get((COST_INPUT_PREFIX + m, variant))) for m in _INPUTS}
         held = resources[variant]
         inputs[variant] = VariantInput(
-            replicas=len(targets[variant].pods),
+            # Pods that served the traffic, for both variants alike: a pod still starting or
+            # already terminating carries none, so counting it would halve the capacity.
+            replicas=targets[variant].replicas,
             price_per_instance_hour=held.price_per_instance_hour,
             accelerators_per_pod=held.accelerators_per_pod,
             accelerators_per_instance=held.accelerators_per_instance,

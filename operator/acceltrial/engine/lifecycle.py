@@ -4,15 +4,18 @@ returned status, every action is idempotent, so replaying a tick after a crash c
 
 Phases: Pending -> Preflight -> Progressing (step 0 waits for the candidate to be Available, then
 steps 1..N) -> Promoting (the candidate scaled to what production needs and Available) ->
-BakingIn (all traffic on the candidate, the baseline warm) -> Promoted (the candidate handed over:
+BakingIn (all traffic on the candidate, the baseline warm; with the replicas router its pods
+are taken out of the Service, not scaled down) -> Promoted (the candidate handed over:
 owned by nobody; the baseline at zero); Paused on a person's request, on too many
 inconclusive measurements, or while the last step waits for approval; RollingBack -> RolledBack
 (or Aborted) on any failure, including during the bake; Failed when preflight finds the trial
 cannot start (nothing was created).
 
-Rules that hold (and are property-tested): the candidate's weight never exceeds the current
-step's before promotion; a step advances only after a passing measurement of that step (or a
-person's explicit promote); rollback restores the routing recorded in ``status.original``.
+Rules that hold (and are property-tested): the weight asked (``status.requestedWeight``) never
+exceeds the current step's before promotion (``status.canaryWeight`` is the share the routing
+really gives: for the replicas router, whole pods); a step advances only after a passing
+measurement of that step (or a person's explicit promote); rollback restores the routing recorded
+in ``status.original``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -51,6 +54,7 @@ from acceltrial.api.status import (
     OriginalRouting,
     Phase,
     PromotionStatus,
+    ReplicasOriginal,
     TrialStatus,
 )
 from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
@@ -60,6 +64,7 @@ from acceltrial.engine.evidence import evidence_forecast, judged_on, record, sho
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.route_guard import route_guard
+from acceltrial.engine.routing import replica_share, share_text
 from acceltrial.engine.weighing import pooled_failures
 
 RECENT_RESULTS = 64
@@ -186,6 +191,9 @@ class Observation:
     """Routing as the cluster holds it now, before any change by this trial."""
     observed_weight: int | None = None
     """The candidate weight the cluster holds now, as the router reads it back."""
+    observed_share: int | None = None
+    """The candidate's share of traffic the routing really gives now, when the router can tell
+    and it may differ from the weight (the replicas router: ready pods behind the Service)."""
     routing_conflict: str | None = None
     """Another writer changed the routing since the trial's last write (who, and what)."""
     route_refused: str | None = None
@@ -230,19 +238,33 @@ def criteria_hash(spec: TrialSpec) -> str:
     return hashlib.sha256(json.dumps(frozen, sort_keys=True).encode()).hexdigest()
 
 
+def requested_weight(status: TrialStatus) -> int:
+    """The weight the trial asks the router for now (``status.requestedWeight``; on a status
+    written before it existed, ``canaryWeight``, which then held it)."""
+    if status.requested_weight is not None:
+        return status.requested_weight
+    return status.canary_weight or 0
+
+
 def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
     """The percentage of requests the trial copies to the candidate now: a mirror step's, while
     the trial is at that step before promotion; 0 otherwise."""
     if status.phase not in ("Progressing", "Paused") or not status.step:
         return 0
-    if status.canary_weight:
+    if requested_weight(status):
         return 0
     return spec.steps[status.step - 1].mirrored if status.step <= len(spec.steps) else 0
 
 
-def measurement_due(spec: TrialSpec, status: TrialStatus, now: datetime) -> bool:
-    """Whether a measurement should be taken now (one ``analysis.interval`` after the last)."""
+def measurement_due(
+    spec: TrialSpec, status: TrialStatus, now: datetime, share: int | None = None
+) -> bool:
+    """Whether a measurement should be taken now (one ``analysis.interval`` after the last);
+    never when the router reads a ``share`` other than ``status.canaryWeight``: the window
+    would straddle the change, and the step counts from it (see ``_follow_share``)."""
     if status.phase not in _MEASURED_PHASES or not status.step or status.step_started_at is None:
+        return False
+    if share is not None and share != status.canary_weight:
         return False
     since = max(status.step_started_at, status.last_measurement_at or status.step_started_at)
     return now >= since + _seconds(spec.analysis.interval)
@@ -325,6 +347,8 @@ class _Tick:
             return
         if route_guard(self, phase):
             return
+        if phase in _MEASURED_PHASES:
+            self._follow_share()
         handlers = {
             "Pending": self._pending,
             "Preflight": self._preflight,
@@ -367,7 +391,7 @@ class _Tick:
         self._forecast_evidence()
         if not self._compiled():
             return
-        self._update(step=0, canary_weight=0, step_started_at=self.obs.now)
+        self._update(step=0, canary_weight=0, requested_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
         self._enter("Progressing", "deploying the candidate; waiting for it to be Available")
 
@@ -477,7 +501,7 @@ class _Tick:
             # Resuming grants a fresh allowance of inconclusive measurements.
             self._update(pause_reason=None, counts=counts.model_copy(update={"inconclusive": 0}))
             # A bake paused on missing data resumes as a bake: all traffic is still there.
-            baking = self.status.canary_weight == 100
+            baking = requested_weight(self.status) == 100
             self._enter("BakingIn" if baking else "Progressing", "resumed by a person")
         elif not awaiting and self.obs.action == "promote":
             self._update(pause_reason=None)
@@ -495,12 +519,19 @@ class _Tick:
             self._scale_up(promotion)
             return
         self.actions.append(SetWeight(100))
+        # Never scaled down: the replicas router's last step may have run more pods.
+        serving = max(promotion.replicas, self.obs.candidate_available_replicas)
         if self.status.original is not None and self.status.original.hpa is not None:
             self.actions.append(RetargetAutoscaler())
-        self._update(canary_weight=100, step_started_at=self.obs.now, counts=AnalysisCounts())
+        self._update(
+            canary_weight=100,
+            requested_weight=100,
+            step_started_at=self.obs.now,
+            counts=AnalysisCounts(),
+        )
         self._enter(
             "BakingIn",
-            f"all traffic on the candidate ({_replicas(promotion.replicas)}); baking for "
+            f"all traffic on the candidate ({_replicas(serving)}); baking for "
             f"{self.spec.promotion.bake_time}",
         )
 
@@ -557,7 +588,7 @@ class _Tick:
         decision = self.status.decision
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
-        self._update(canary_weight=0)
+        self._update(canary_weight=0, requested_weight=0)
         # The candidate is deployed as the trial leaves preflight (step 0): before, nothing was.
         deployed = self.status.step is not None
         said = (
@@ -584,10 +615,11 @@ class _Tick:
             self._update(economics=measurement.economics)
         verdict: StepStatus = assess(counts, self.spec.analysis)
         mirror = mirror_at(self.spec, self.status)
+        share = share_text(self.status.canary_weight or 0, requested_weight(self.status))
         where = (
             f"at step {self.status.step} ({mirror}% of requests mirrored, no user served)"
             if mirror
-            else f"at {self.status.canary_weight}%"
+            else f"at {share}"
         )
         if verdict in ("Failed", "Errored"):
             code: ReasonCode = CRITERION_FAILED if verdict == "Failed" else MEASUREMENT_ERRORED
@@ -652,18 +684,42 @@ class _Tick:
     def _start_step(self, number: int) -> None:
         step = self.spec.steps[number - 1]
         self.actions.append(SetWeight(step.share, step.mirrored))
+        share = self._share_of(step.share)
         self._update(
             step=number,
-            canary_weight=step.share,
+            canary_weight=share,
+            requested_weight=step.share,
             step_started_at=self.obs.now,
             counts=AnalysisCounts(),
         )
         what = (
             f"{step.mirrored}% of requests mirrored to the candidate, its answers discarded"
             if step.mirrored
-            else f"{step.share}% of traffic"
+            else f"{share_text(share, step.share)} of traffic"
         )
         self._enter("Progressing", f"step {number}/{len(self.spec.steps)}: {what}")
+
+    def _follow_share(self) -> None:
+        """Keep ``canaryWeight`` at the share the router reads (the replicas router: the ready
+        pods behind the Service). When it changes within a step (a candidate pod became ready,
+        or left), the step's traffic is the new share's from now: the step restarts its clock,
+        as a replica-based canary counts a step from when its pods are available, and this
+        tick's measurement, whose window straddles the change, is not judged."""
+        share = self.obs.observed_share
+        if share is None or share == self.status.canary_weight:
+            return
+        self._update(canary_weight=share)
+        if self.status.step:
+            self._update(step_started_at=self.obs.now)
+            self.obs = replace(self.obs, measurement=None)
+
+    def _share_of(self, weight: int) -> int:
+        """The share ``weight`` really gives: for the replicas router, whole pods beside the
+        baseline's recorded replicas (the next ticks read the ready pods behind the Service)."""
+        original = self.status.original
+        if isinstance(original, ReplicasOriginal) and original.baseline_replicas:
+            return replica_share(original.baseline_replicas, weight)
+        return weight
 
     def _promote(self) -> None:
         self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
@@ -685,7 +741,7 @@ class _Tick:
 
     def _keep_weight(self) -> None:
         """Re-apply the weight when the cluster no longer holds what the trial set."""
-        observed, expected = self.obs.observed_weight, self.status.canary_weight
+        observed, expected = self.obs.observed_weight, requested_weight(self.status)
         if self.obs.routing_conflict is not None:
             return  # someone else's change: never overwritten (the trial pauses instead)
         if observed is not None and expected is not None and observed != expected:

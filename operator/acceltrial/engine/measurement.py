@@ -42,7 +42,7 @@ from acceltrial.engine.costing import (
     plan_cost_inputs,
     requests_served,
 )
-from acceltrial.engine.lifecycle import Measurement, mirror_at
+from acceltrial.engine.lifecycle import Measurement, mirror_at, requested_weight
 from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, VariantTarget
 from acceltrial.engine.weighing import judge_window, weigh
 
@@ -56,6 +56,9 @@ class MeasurementPlan:
     window: MeasurementWindow
     cost_window: CostWindow
     weight: int
+    """The candidate's share of traffic the routing gives (``status.canaryWeight``)."""
+    requested: int
+    """The weight the step asked for: which criteria apply (``fromWeight``) is in its terms."""
     step: int
     """The step its results belong to: 0 during the bake after promotion."""
     baking: bool
@@ -72,6 +75,7 @@ class MeasurementPlan:
 def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> MeasurementPlan:
     """The windows of a measurement taken ``now``."""
     weight = status.canary_weight or 0
+    requested = requested_weight(status)
     interval = duration_seconds(spec.analysis.interval)
     start = status.step_started_at or now - timedelta(seconds=interval)
     # At 100% (baking, or paused in the bake) the candidate alone serves users.
@@ -83,8 +87,9 @@ def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> Mea
     step = 0 if baking else status.step or 0
     return MeasurementPlan(
         window=MeasurementWindow(start, now, max(1.0, interval / 4), baseline_end),
-        cost_window=CostWindow(now, interval, weight, status.step_started_at, baking),
+        cost_window=CostWindow(now, interval, requested, status.step_started_at, baking),
         weight=weight,
+        requested=requested,
         step=step,
         baking=baking,
         mirror=mirror_at(spec, status),
@@ -152,11 +157,11 @@ def judge_measurement(
             spec.analysis,
             so_far(c.name),
         )
-        for c in applicable(spec.analysis, planned.weight)
+        for c in applicable(spec.analysis, planned.requested)
     ]
     outcome, reason = round_outcome(judgements)
     now = planned.window.end
-    results = tuple(_result(j, planned.step, planned.weight, now) for j in judgements)
+    results = tuple(_result(j, planned, now) for j in judgements)
     production = costs.comparison.production
     measured = production.requests_per_second or production.tokens_per_second
     # Without any measured traffic (Prometheus down, say) the last figures stay.
@@ -181,11 +186,12 @@ def _queries(readings: Readings) -> dict[str, dict[Variant, str]]:
     return asked
 
 
-def _result(judgement: Judgement, step: int, weight: int, now: datetime) -> CriterionResult:
+def _result(judgement: Judgement, planned: MeasurementPlan, now: datetime) -> CriterionResult:
     return CriterionResult(
         criterion=judgement.criterion,
-        step=step,
-        weight=weight,
+        step=planned.step,
+        weight=planned.weight,
+        requested_weight=planned.requested,
         verdict=judgement.verdict,
         baseline=judgement.baseline,
         candidate=judgement.candidate,

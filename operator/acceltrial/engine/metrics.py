@@ -61,6 +61,14 @@ class VariantTarget:
     """EC2 instance ids of the nodes the pods run on."""
     pods_regex: str | None = None
     """A regex of pod names given directly (``acceltrial check --baseline-pods``), used as is."""
+    serving: int | None = None
+    """How many of the pods take traffic now (Ready, not terminating): the replicas the cost
+    model divides throughput by, for both variants alike (None: all of ``pods``)."""
+
+    @property
+    def replicas(self) -> int:
+        """Pods serving the variant's traffic: the serving ones when known, else all."""
+        return len(self.pods) if self.serving is None else self.serving
 
 
 @dataclass(frozen=True)

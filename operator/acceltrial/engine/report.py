@@ -138,6 +138,7 @@ def _point(inputs: ReportInputs) -> Point | None:
     first = measurement.results[0] if measurement.results else None
     step = first.step if first else inputs.status.step or 0
     weight = first.weight if first else inputs.status.canary_weight or 0
+    asked = first.requested_weight if first else inputs.status.requested_weight
     values = {v: dict(measurement.observed.get(v, {})) for v in ("baseline", "candidate")}
     economics = measurement.economics
     for variant in ("baseline", "candidate"):
@@ -152,6 +153,7 @@ def _point(inputs: ReportInputs) -> Point | None:
         at=inputs.now,
         step=step,
         weight=weight,
+        requested_weight=asked,
         outcome=measurement.outcome,
         reason=measurement.reason[:1024],
         baseline=values["baseline"],
@@ -205,6 +207,9 @@ def _variants(previous: Report | None, inputs: ReportInputs) -> Variants:
                 measured_at=inputs.now,
                 step=first.step if first else inputs.status.step,
                 weight=first.weight if first else inputs.status.canary_weight,
+                requested_weight=first.requested_weight
+                if first
+                else inputs.status.requested_weight,
                 **{field: observed.get(metric) for metric, field in _FIGURES.items()},
             )
         update: dict[str, Any] = {}

@@ -8,13 +8,16 @@ percentage is recovered from the same ratio, so a router can tell whether the cl
 what it wrote.
 
 The replicas router has no weights: the share is the candidate's fraction of ready pods behind
-the baseline Service.
+the baseline Service, in whole pods, so a step rarely gets exactly the weight it asks for (one
+candidate pod beside two baseline pods is 33%, asked 25% or 30%). :func:`replica_share` says what
+a weight really gives; :func:`share_text` says it with the asked weight beside it.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from typing import Any
 
 BackendRef = dict[str, Any]
@@ -80,6 +83,31 @@ def replica_percent(baseline_ready: int, candidate_ready: int) -> int:
     """The candidate's share of ready pods, in percent."""
     total = baseline_ready + candidate_ready
     return 0 if total == 0 else round(100 * candidate_ready / total)
+
+
+def replica_share(baseline_ready: int, weight: int) -> int:
+    """The share (percent) the replicas router really gives when asked for ``weight``: the
+    candidate's pods (:func:`replicas_for_share`) over all pods behind the Service."""
+    if weight >= 100:
+        return 100  # the baseline's pods leave the Service before all traffic is the candidate's
+    return replica_percent(baseline_ready, replicas_for_share(baseline_ready, weight))
+
+
+def serving(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod takes a Service's traffic: Ready and not terminating (the EndpointSlice
+    controller marks a terminating pod not ready, whatever its own Ready condition says)."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def share_text(share: int, asked: int | None) -> str:
+    """A share as people read it, with the asked weight beside it when they differ:
+    ``33% (asked 25%)``."""
+    if asked is None or asked == share:
+        return f"{share}%"
+    return f"{share}% (asked {asked}%)"
 
 
 def _weight(ref: BackendRef) -> int:

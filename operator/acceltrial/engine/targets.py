@@ -12,6 +12,7 @@ from typing import Any
 
 from acceltrial.engine.candidate import TRIAL_LABEL
 from acceltrial.engine.metrics import Accelerator, Variant, VariantTarget
+from acceltrial.engine.routing import serving
 
 Manifest = Mapping[str, Any]
 _INSTANCE = re.compile(r"^aws:///[^/]*/(i-[0-9a-f]{8,17})$")
@@ -48,6 +49,7 @@ def variant_target(
         tuple(sorted(p["metadata"]["name"] for p in pods)),
         accelerator,
         tuple(sorted(i for i in instances if i is not None)),
+        serving=sum(1 for p in pods if serving(p)),
     )
 
 

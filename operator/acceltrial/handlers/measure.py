@@ -37,8 +37,8 @@ def measure(snapshot: TickSnapshot, status: TrialStatus, now: datetime) -> Measu
     spec = snapshot.spec
     planned = plan_measurement(spec, status, now)
     targets = snapshot.targets
-    pods: dict[Variant, int] = {v: len(t.pods) for v, t in targets.items()}
-    requests = measurement_requests(spec.analysis, planned.weight)
+    pods: dict[Variant, int] = {v: t.replicas for v, t in targets.items()}
+    requests = measurement_requests(spec.analysis, planned.requested)
     try:
         readings = collect(requests, _source(snapshot), targets, planned.window).readings
     except RequestError as error:

@@ -27,6 +27,7 @@ from acceltrial.engine.lifecycle import (
     Observation,
     measurement_due,
     mirror_at,
+    requested_weight,
 )
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.preflight import available, available_replicas
@@ -102,11 +103,15 @@ class TrialWorld:
         routing = None
         if phase == "Preflight" and not problems and not waits and status.original is None:
             routing = self._snapshot()
-        observed_weight = conflict = refusal = None
-        if phase in ("Progressing", "Paused", "BakingIn") and status.step:
+        observed_weight = conflict = refusal = share = None
+        routed = phase in ("Progressing", "Paused", "BakingIn")
+        if routed and status.step:
             observed_weight = self.router.weight(status.original)
             conflict, refusal = self._route_verdicts(status)
-        measurement = self.measure(status, now) if measurement_due(self.spec, status, now) else None
+        if routed:
+            share = self.router.share(self._serving)
+        due = measurement_due(self.spec, status, now, share)
+        measurement = self.measure(status, now) if due else None
         forecast = phase == "Preflight" and not problems and not waits
         rate = measuring.baseline_request_rate(self.snapshot, now) if forecast else None
         candidate = self.snapshot.candidate
@@ -117,6 +122,7 @@ class TrialWorld:
             preflight_waits=waits,
             routing=routing,
             observed_weight=observed_weight,
+            observed_share=share,
             routing_conflict=conflict,
             route_refused=refusal,
             candidate_available=candidate is not None and available(candidate),
@@ -134,8 +140,12 @@ class TrialWorld:
         if status.original is None or status.canary_weight is None:
             return None, None
         mirror = mirror_at(self.spec, status)
-        conflict = self.router.conflict(status.canary_weight, status.original, mirror)
+        conflict = self.router.conflict(requested_weight(status), status.original, mirror)
         return conflict, self.router.refusal()
+
+    def _serving(self) -> dict[Variant, int]:
+        """Each variant's pods that take traffic now, as the measurement's targets count them."""
+        return {variant: target.replicas for variant, target in self.snapshot.targets.items()}
 
     def _compile_job(self) -> CompileJobState | None:
         return observe_compile(self.kube, self.spec, self.trial)

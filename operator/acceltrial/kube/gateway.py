@@ -259,6 +259,19 @@ class Kube:
         scale = {"spec": {"replicas": replicas}}
         _call(self._apps.patch_namespaced_deployment_scale, name, namespace, scale)
 
+    def set_service_selector(self, service: Manifest, selector: dict[str, str]) -> None:
+        """Replace a Service's spec.selector, only if the Service is unchanged since it was
+        read."""
+        meta = service["metadata"]
+        operations = [
+            _test_version(service),
+            {"op": "replace", "path": "/spec/selector", "value": selector},
+        ]
+        _call(
+            self._core.patch_namespaced_service, meta["name"], meta["namespace"], operations,
+            field_manager=FIELD_MANAGER, _content_type="application/json-patch+json",
+        )  # fmt: skip
+
     def set_route_rules(
         self,
         route: Manifest,

@@ -18,13 +18,14 @@ alone (docs/gitops.md); it goes at rollback and at promotion.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from acceltrial.api.status import GatewayApiOriginal, HttpRouteOriginal, OriginalRouting
+from acceltrial.engine.metrics import Variant
 from acceltrial.engine.routes import (
     RouteShape,
     baseline_rules,
@@ -159,6 +160,9 @@ class GatewayApiRouter:
             return None
         # Rules that disagree: report one that differs from the first, so drift is seen.
         return next((p for p in held if p != held[0]), held[0])
+
+    def share(self, serving: Callable[[], Mapping[Variant, int]]) -> int | None:
+        return None  # the gateway splits by weight: the weight written is the share
 
     def conflict(self, weight: int, original: OriginalRouting, mirror: int = 0) -> str | None:
         """Who changed the route since the trial's last write, with what; None if nobody did.

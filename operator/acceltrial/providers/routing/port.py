@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from acceltrial.api.status import OriginalRouting
+from acceltrial.engine.metrics import Variant
 
 
 class RoutingProblem(Exception):
@@ -29,6 +31,13 @@ class Router(Protocol):
 
     def weight(self, original: OriginalRouting | None = None) -> int | None:
         """The candidate's percentage the cluster holds now (None: this router cannot tell)."""
+        ...
+
+    def share(self, serving: Callable[[], Mapping[Variant, int]]) -> int | None:
+        """The candidate's share of traffic (%) the routing really gives now, when it can differ
+        from the weight written (the replicas router shares by whole ready pods); None: the
+        weight is the share. ``serving`` counts each variant's pods that take traffic (Ready,
+        not terminating); a router that does not need them does not call it."""
         ...
 
     def conflict(self, weight: int, original: OriginalRouting, mirror: int = 0) -> str | None:

@@ -39,7 +39,11 @@ def _gatewayapi(context: RouterContext) -> Router:
 
 def _replicas(context: RouterContext) -> Router:
     return ReplicasRouter(
-        context.kube, context.trial.namespace, context.baseline_deployment, context.candidate
+        context.kube,
+        context.trial.namespace,
+        context.baseline_deployment,
+        context.candidate,
+        context.baseline_service,
     )
 
 

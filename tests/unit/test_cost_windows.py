@@ -5,15 +5,21 @@ g5.xlarge pods ($1.006/h, 1 of 1 GPU each, 8 req/s at 95% busy), the candidate o
 pod ($1.96786/h, 2 of 2 NeuronCores, 18 req/s at 95% busy); utilization = 0.02 + 0.93 x load /
 capacity.
 
-At 50%, each variant serves 6 req/s: baseline capacity 3 / 0.37875 = 7.92 req/s per replica,
-ceil(12 / (7.92 x 0.7)) = 3 replicas, $3.018/h, $0.4657 per 1M tokens; candidate 6 / 0.33 =
-18.18 req/s, 1 replica, $0.3037 per 1M tokens: 0.65x.
+Cost criteria judge the cost per unit of capacity at 70% busy, the replicas needed unrounded
+(6.48M tokens/h at 12 req/s). At 50%, each variant serves 6 req/s: baseline capacity 3 / 0.37875
+= 7.92 req/s per replica, 12 / (7.92 x 0.7) = 2.1645 replicas x $1.006 = $2.1775/h, $0.33600 per
+1M tokens; candidate 6 / 0.33 = 18.18 req/s, 0.9429 x $1.96786 = $1.8554/h, $0.28633: 0.852x.
+At 25% the baseline serves 9 req/s at 54.3125% busy: 4.5 / 0.543125 = 8.285 req/s per replica,
+2.0690 replicas, $2.0814/h, $0.32121. (Rounded up, both steps' baselines read 3 replicas and
+$0.4657, the candidate 1 replica and $0.3037: the 0.65x the savings state at whole replicas.)
 
 The failing bake measurement of issue 11, taken 2.3 s into the bake with a 2 s window that began
 before the switch to 100% showed in the data: the candidate read 9.2 req/s (1380 tokens/s) at
 64% busy. Projected on 9.2 req/s, the baseline (from its last window at 50%) needs only
 ceil(9.2 / 5.545) = 2 replicas, $0.4045 per 1M tokens; the candidate 1 replica over fewer tokens,
-$0.3957: 0.978x, above the 0.9 limit, and the trial rolled back.
+$0.3957: 0.978x, above the 0.9 limit, and the trial rolled back. Per unit of capacity, unrounded:
+the baseline 9.2 / 5.545 = 1.659 replicas, $0.33600; the candidate 9.2 / 0.64 = 14.375 req/s per
+replica, 0.9143 replicas, $0.36216: 1.078x, still above the limit on that unsound window.
 """
 
 from __future__ import annotations
@@ -101,7 +107,10 @@ def established_by_the_steps() -> BaselineCostFromSteps:
             held = status.baseline_from_steps
     assert held is not None
     # Only the second measurement of each step is sound: the first begins at the change.
-    assert held.projected_cost_per_million_tokens == [pytest.approx(0.4657, rel=1e-3)] * 2
+    assert held.projected_cost_per_million_tokens == [
+        pytest.approx(0.32121, rel=1e-3),
+        pytest.approx(0.33600, rel=1e-3),
+    ]
     return held
 
 
@@ -117,8 +126,8 @@ def test_the_issue_11_bake_measurement_is_now_inconclusive_not_fail() -> None:
     # What the operator used to judge: the ratio that rolled the flagship demo back.
     before = judge_cost(CRITERION, baseline, candidate, costs.missing)
     assert before.verdict == "Fail"
-    assert baseline == pytest.approx(0.405, abs=1e-3)
-    assert candidate == pytest.approx(0.3957, abs=1e-3)
+    assert baseline == pytest.approx(0.33600, abs=1e-4)
+    assert candidate == pytest.approx(0.36216, abs=1e-4)
 
     judged = judge_cost_criterion(
         CRITERION, measured, costs, bake_window(2.3), established_by_the_steps()
@@ -164,24 +173,28 @@ def test_a_window_with_fewer_requests_than_min_requests_is_thin() -> None:
 def test_a_sound_step_window_is_judged_on_both_variants_measured_together() -> None:
     judged = judge_cost_criterion(CRITERION, AT_50, figures(AT_50, False), step_3_window(4.9), None)
     assert judged.verdict == "Pass"
-    assert judged.ratio == pytest.approx(0.3037 / 0.4657, rel=1e-3)
+    assert judged.ratio == pytest.approx(0.28633 / 0.33600, rel=1e-3)
     first = judge_cost_criterion(CRITERION, AT_50, figures(AT_50, False), step_3_window(2.4), None)
     assert first.verdict == "Inconclusive", "the first window of a step straddles its change"
 
 
-def test_during_the_bake_one_low_window_cannot_reverse_what_the_steps_established() -> None:
-    # A sound window that read 10.5 of the 12 req/s: re-projected on it, the baseline would need
-    # 2 replicas instead of 3 and the candidate would look barely cheaper.
-    measured = bake_reading(10.5)
+def test_a_low_window_moves_no_cost_by_a_whole_replica() -> None:
+    # A sound bake window that read 10.5 of the 12 req/s (the candidate 0.02 + 0.93 x 10.5 / 18
+    # busy). Rounded up, the baseline re-projected on it would need 2 replicas instead of 3; per
+    # unit of capacity its cost is the same $0.33600 at any volume; the candidate's 10.5 / 0.5625
+    # = 18.667 req/s per replica, 0.91837 x $1.96786 / 6.48 = $0.27889.
+    measured = readings(baseline=served(6, 0.37875), candidate=served(10.5, 0.5625))
     costs = figures(measured, baking=True)
     baseline, candidate = cost_criterion_values(costs.comparison, "cost_per_million_tokens")
-    assert judge_cost(CRITERION, baseline, candidate, costs.missing).verdict == "Fail"
+    assert baseline == pytest.approx(0.33600, rel=1e-3)
+    assert candidate == pytest.approx(0.27889, rel=1e-3)
 
     judged = judge_cost_criterion(
         CRITERION, measured, costs, bake_window(4.6), established_by_the_steps()
     )
     assert judged.verdict == "Pass"
-    assert judged.baseline == pytest.approx(0.4657, rel=1e-3)
+    # The median of the steps' $0.32121 and $0.33600.
+    assert judged.baseline == pytest.approx(0.328605, rel=1e-3)
     assert "the baseline's median over 2 step measurements" in judged.reason
 
 
@@ -212,7 +225,7 @@ def test_only_sound_step_measurements_establish_the_baseline() -> None:
     second = economics_status(costs, AT_50, step_3_window(4.9), None)
     assert second.baseline_from_steps is not None
     assert second.baseline_from_steps.projected_cost_per_million_tokens == [
-        pytest.approx(0.4657, rel=1e-3)
+        pytest.approx(0.33600, rel=1e-3)
     ]
     baked = economics_status(figures(bake_reading(12), True), bake_reading(12), bake_window(4.6),
                              second.baseline_from_steps)  # fmt: skip

@@ -9,7 +9,9 @@ serving 1 req/s and 200 tokens/s at 10% busy. Production: 10 req/s, 2000 tokens/
   per 1M tokens: 2.012 / (2000 x 3600) x 1e6 = $0.27944.
 - candidate capacity: 1 / 0.1 = 10 req/s, 200 / 0.1 = 2000 tokens/s; at 70%: ceil(10 / 7) = 2 and
   ceil(2000 / 1400) = 2 replicas, $3.93572/h; per 1M tokens: 3.93572 / 7.2e9 x 1e6 = $0.54663.
-- candidate / baseline = 1.956.
+- candidate / baseline = 1.956 at whole replicas. Cost criteria judge the cost per unit of
+  capacity, the replicas needed unrounded: the baseline 1.90476 x $1.006 = $1.91619/h, $0.26614
+  per 1M tokens; the candidate 1.42857 x $1.96786 = $2.81123/h, $0.39045: 1.467.
 """
 
 from __future__ import annotations
@@ -90,13 +92,19 @@ def test_the_plan_asks_each_variant_for_rates_and_utilization_with_the_preset() 
 def test_cost_figures_and_a_relative_cost_criterion_use_the_projection() -> None:
     figures = cost_figures(readings(MEASURED), TARGETS, RESOURCES, EconomicsSpec())
     baseline, candidate = cost_criterion_values(figures.comparison, "cost_per_million_tokens")
-    assert baseline == pytest.approx(0.27944, rel=1e-4)
-    assert candidate == pytest.approx(0.54663, rel=1e-4)
+    assert baseline == pytest.approx(0.26614, rel=1e-4)
+    assert candidate == pytest.approx(0.39045, rel=1e-4)
+    assert figures.comparison.baseline.projected_per_million_tokens == pytest.approx(
+        0.27944, rel=1e-4
+    )
+    assert figures.comparison.candidate.projected_per_million_tokens == pytest.approx(
+        0.54663, rel=1e-4
+    )
     assert figures.missing == "every input was measured"
 
     failed = judge_cost(cost_criterion(relative={"max": 1.0}), baseline, candidate, "")
     assert failed.verdict == "Fail"
-    assert failed.ratio == pytest.approx(1.956, rel=1e-3)
+    assert failed.ratio == pytest.approx(1.467, rel=1e-3)
     assert "(limit max 1)" in failed.reason
     passed = judge_cost(cost_criterion(absolute={"max": 0.6}), baseline, candidate, "")
     assert passed.verdict == "Pass"

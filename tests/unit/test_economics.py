@@ -342,13 +342,15 @@ def test_every_figure_is_none_or_a_finite_positive_number(candidate: VariantInpu
 def test_cost_criteria_read_the_projection() -> None:
     result = compare(BASELINE_AT_5, CANDIDATE_AT_5, ECONOMICS)
     base, cand = cost_criterion_values(result, "cost_per_million_tokens")
-    # $0.69861 against $0.40997 per 1M tokens: a relative value of 0.587
-    assert base == pytest.approx(0.698611, rel=1e-5)
-    assert cand == pytest.approx(0.409971, rel=1e-5)
+    # Per unit of capacity, the replicas needed unrounded: the baseline 4000 / 415.625 = 9.6241
+    # x $1.006 / 14.4M tokens = $0.67235 per 1M (/ 72k requests: $0.134470 per 1k); the
+    # candidate 4000 / 1400 = 2.85714 x $1.96786 / 14.4 = $0.39045 ($0.0780897 per 1k).
+    assert base == pytest.approx(0.672348, rel=1e-5)
+    assert cand == pytest.approx(0.390448, rel=1e-5)
     base, cand = cost_criterion_values(result, "cost_per_thousand_requests")
     assert (base, cand) == (
-        pytest.approx(0.139722, rel=1e-5),
-        pytest.approx(0.0819942, rel=1e-5),
+        pytest.approx(0.134470, rel=1e-5),
+        pytest.approx(0.0780897, rel=1e-5),
     )
     with pytest.raises(ValueError, match="latency_p99 is not a cost metric"):
         cost_criterion_values(result, "latency_p99")

@@ -243,6 +243,11 @@ class VariantEconomics(ApiModel):
     """Cost per 1M tokens projected at the production share and the target utilization."""
     projected_cost_per_thousand_requests: float | None = Field(default=None, ge=0)
     """Cost per 1k requests projected at the production share and the target utilization."""
+    unit_cost_per_million_tokens: float | None = Field(default=None, ge=0)
+    """Cost per 1M tokens of capacity at the target utilization, the replicas needed unrounded:
+    what cost criteria judge."""
+    unit_cost_per_thousand_requests: float | None = Field(default=None, ge=0)
+    """The same per 1k requests."""
     utilization: float | None = Field(default=None, ge=0)
     """Measured accelerator utilization (0..1)."""
     projected_replicas: int | None = Field(default=None, ge=1)
@@ -264,7 +269,8 @@ class VariantEconomics(ApiModel):
 
 
 class BaselineCostFromSteps(ApiModel):
-    """The baseline's projected cost per unit as the sound measurements of the steps put it.
+    """The baseline's cost per unit as the sound measurements of the steps put it, as cost
+    criteria judge it (capacity at the target utilization, the replicas needed unrounded).
 
     During the bake the baseline serves nothing, so relative cost criteria compare the candidate
     with the median of these figures rather than with a baseline re-measured in an older window.

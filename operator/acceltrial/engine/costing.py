@@ -259,11 +259,10 @@ def economics_status(
         baseline = costs.comparison.baseline
         kept = BaselineCostFromSteps(
             projected_cost_per_million_tokens=_appended(
-                kept.projected_cost_per_million_tokens, baseline.projected_per_million_tokens
+                kept.projected_cost_per_million_tokens, baseline.unit_per_million_tokens
             ),
             projected_cost_per_thousand_requests=_appended(
-                kept.projected_cost_per_thousand_requests,
-                baseline.projected_per_thousand_requests,
+                kept.projected_cost_per_thousand_requests, baseline.unit_per_thousand_requests
             ),
         )
     status = to_status(costs.comparison)

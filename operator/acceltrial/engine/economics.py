@@ -103,6 +103,10 @@ class VariantCost:
     projected_per_thousand_requests: float | None
     projected_monthly_cost: float | None
     utilization: float | None
+    unit_per_million_tokens: float | None = None
+    """Cost per 1M tokens of capacity at the target utilization: ``replicasNeeded`` unrounded.
+    What cost criteria judge, so a whole replica's rounding cannot flip them."""
+    unit_per_thousand_requests: float | None = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +278,7 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
     projected_per_hour = _times(
         None if projected_replicas is None else float(projected_replicas), per_replica_hour
     )
+    unit_per_hour = _times(needed, per_replica_hour)
     observed = variant.observed
     return VariantCost(
         instance_share=share,
@@ -299,6 +304,12 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
         ),
         projected_monthly_cost=_times(projected_per_hour, HOURS_PER_MONTH),
         utilization=_positive(variant.utilization),
+        unit_per_million_tokens=cost_per_unit(
+            unit_per_hour, production.tokens_per_second, TOKENS_UNIT
+        ),
+        unit_per_thousand_requests=cost_per_unit(
+            unit_per_hour, production.requests_per_second, REQUESTS_UNIT
+        ),
     )
 
 
@@ -347,20 +358,24 @@ def savings_range(baseline: VariantCost, candidate: VariantCost) -> tuple[float,
 
 
 def cost_criterion_values(comparison: Comparison, metric: str) -> tuple[float | None, float | None]:
-    """(baseline, candidate) values of a cost criterion: the projected cost per unit.
+    """(baseline, candidate) values of a cost criterion: the cost per unit of capacity at the
+    target utilization (the replicas needed, unrounded).
 
     Criteria gate on the projection, since the observed cost of a variant at a small share says
     more about its idleness than about its price; ``fromWeight`` keeps them to steps with load.
+    Unrounded, since a fleet's whole-replica rounding is a fact of its size, not of the
+    accelerator: a candidate needing 1.00 replicas reads 1.96x the baseline's cost on a
+    window's noise once rounded (the savings state the rounding, with its range).
     """
     if metric == "cost_per_million_tokens":
         return (
-            comparison.baseline.projected_per_million_tokens,
-            comparison.candidate.projected_per_million_tokens,
+            comparison.baseline.unit_per_million_tokens,
+            comparison.candidate.unit_per_million_tokens,
         )
     if metric == "cost_per_thousand_requests":
         return (
-            comparison.baseline.projected_per_thousand_requests,
-            comparison.candidate.projected_per_thousand_requests,
+            comparison.baseline.unit_per_thousand_requests,
+            comparison.candidate.unit_per_thousand_requests,
         )
     raise ValueError(f"{metric} is not a cost metric")
 
@@ -373,6 +388,8 @@ def variant_status(cost: VariantCost) -> VariantEconomics:
         observed_cost_per_thousand_requests=cost.observed_per_thousand_requests,
         projected_cost_per_million_tokens=cost.projected_per_million_tokens,
         projected_cost_per_thousand_requests=cost.projected_per_thousand_requests,
+        unit_cost_per_million_tokens=cost.unit_per_million_tokens,
+        unit_cost_per_thousand_requests=cost.unit_per_thousand_requests,
         utilization=cost.utilization,
         projected_replicas=cost.projected_replicas,
         replicas=cost.replicas,

@@ -119,9 +119,30 @@ variants:
             + "expect: {phase: Promoted, servedBy: gpu}\n",
             "expect.servedBy: Input should be 'candidate' or 'baseline'",
         ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: -3}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be greater than or equal to 0",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: 1.5}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be a valid integer",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: \"42\"}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be a valid integer",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: true}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be a valid integer",
+        ),
     ],
     ids=["rps", "p99-below-p50", "phase-typo", "two-conditions", "unknown-field", "no-trial",
-         "bad-trial", "action-argument", "action-typo", "action-when", "served-by"],
+         "bad-trial", "action-argument", "action-typo", "action-when", "served-by",
+         "seed-negative", "seed-fraction", "seed-string", "seed-bool"],
 )  # fmt: skip
 def test_a_mistake_names_the_field(tmp_path: Path, text: str, named: str) -> None:
     path = write(tmp_path, text)

@@ -151,6 +151,19 @@ def test_a_mistake_names_the_field(tmp_path: Path, text: str, named: str) -> Non
     assert named in str(error.value)
 
 
+def test_fleet_seed_is_an_optional_integer(tmp_path: Path) -> None:
+    text = "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: 42}\n"
+    scenario, _ = load_scenario(
+        write(tmp_path, text + GOOD_VARIANTS + "expect: {phase: Promoted}\n")
+    )
+    assert scenario.fleet.seed == 42
+    unset = "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n"
+    scenario, _ = load_scenario(
+        write(tmp_path, unset + GOOD_VARIANTS + "expect: {phase: Promoted}\n")
+    )
+    assert scenario.fleet.seed is None, "the demo draws one and prints it"
+
+
 def test_the_cli_reports_a_broken_scenario_without_a_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: -1}\n")
     done = subprocess.run(

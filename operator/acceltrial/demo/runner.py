@@ -216,8 +216,11 @@ def _introduce(run: Run, path: Path, speed: float) -> None:
     )
     print(f"  steps: {steps}; judged every {spec['analysis']['interval']}", file=run.out)
     print(f"  expected outcome: {_expected(run.scenario)}", file=run.out)
-    drawn = "" if run.scenario.fleet.seed is not None else " (drawn: set it to draw the same again)"
-    print(f"  requests drawn at random with fleet.seed {run.fleet_seed}{drawn}", file=run.out)
+    seed = run.fleet_seed
+    drawn = (
+        "" if run.scenario.fleet.seed is not None else f" (drawn; set fleet.seed: {seed} to repeat)"
+    )
+    print(f"  requests drawn at random with fleet.seed {seed}{drawn}", file=run.out)
     if speed != 1:
         print(f"  durations divided by --speed {speed:g}", file=run.out)
     print(file=run.out, flush=True)

@@ -234,6 +234,9 @@ def trial(namespace: str, prometheus: str, **spec: Any) -> dict[str, Any]:
                       {"weight": 50, "duration": "6s"}],
             "analysis": {
                 "interval": "3s",
+                # Judged on the counts behind latency and errors: a histogram's p99 of the few
+                # hundred requests a step brings cannot be compared within 20% (docs/analysis.md).
+                "mode": "sequential",
                 "prometheus": {"address": prometheus},
                 "criteria": [
                     {"name": "errors", "metric": "error_ratio", "absolute": {"max": 0.01}},
@@ -325,7 +328,9 @@ def test_an_erroring_candidate_is_rolled_back_exactly(
     assert status["phase"] == "RolledBack", status.get("message")
     assert "errors: " in status["decision"]["reason"]
     assert status["decision"]["reasonCode"] == "CriterionFailed"
-    assert status["decision"]["reason"].endswith("at 5%")
+    # At the first step whose requests make the errors decisive: 5%, or a later one when the 5%
+    # step's dozen requests held too few failures to tell from chance.
+    assert status["decision"]["reason"].endswith(("at 5%", "at 25%", "at 50%"))
     assert backend_refs(api, "regress") == [ROUTE], "routing restored exactly as found"
     assert without_defaults(status["original"]["httpRoute"]["backendRefs"]) == [ROUTE]
     gone = api.get("/apis/apps/v1/namespaces/regress/deployments/llama3-inf2-candidate")
@@ -340,7 +345,7 @@ def test_a_latency_regression_is_rolled_back(api: Api, prometheus_url: str, oper
     assert status["phase"] == "RolledBack"
     assert status["decision"]["reason"].startswith("p99-latency: ")
     assert status["decision"]["reasonCode"] == "CriterionFailed"
-    assert "(limit max 1.2)" in status["decision"]["reason"]
+    assert "rate is above 1.2x the baseline's" in status["decision"]["reason"]
     assert backend_refs(api, "slow") == [ROUTE]
     assert not candidate_exists(api, "slow")
 
@@ -352,7 +357,7 @@ def test_missing_metrics_pause_and_abort_while_paused_restores(
     path = start(api, "silent", prometheus_url, analysis={"inconclusiveLimit": 1})
     status = wait_for(api, path, ("Paused",))
     assert status["pauseReason"] == "Inconclusive"
-    assert "no data for the candidate" in status["message"]
+    assert "no requests counted for the candidate" in status["message"]
     assert status["step"] == 1, "no data never advances a step"
     assert backend_refs(api, "silent")[1]["weight"] == 5
     act(api, path, "abort")

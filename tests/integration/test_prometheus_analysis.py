@@ -14,10 +14,10 @@ import pytest
 from acceltrial.engine.analysis import (
     Judgement,
     MeasurementWindow,
-    judge,
     plan,
     round_outcome,
 )
+from acceltrial.engine.weighing import judge_window
 from acceltrial.providers.metrics.factory import reader_for
 from acceltrial.providers.metrics.port import Collection, collect
 from acceltrial.providers.metrics.prometheus import PrometheusClient, QueryRejected
@@ -45,7 +45,7 @@ def measure(
     planned = plan(spec, weight=50)
     collection = collect(planned, reader_for(spec, client), targets(namespace), window)
     verdicts = {
-        c.name: judge(
+        c.name: judge_window(
             c,
             collection.readings.get((c.name, "baseline")),
             collection.readings.get((c.name, "candidate")),
@@ -119,7 +119,7 @@ def test_a_candidate_without_traffic_is_inconclusive_never_a_pass(
     assert "NaN" in verdicts["p99-latency"].reason
     assert "NaN" in verdicts["errors"].reason
     assert "too few finite samples" in verdicts["mean-latency"].reason
-    assert "served 0 requests" in verdicts["tokens"].reason
+    assert "no data: the candidate answered no request in the window" in verdicts["tokens"].reason
     outcome, reason = round_outcome(list(verdicts.values()))
     assert outcome == "Inconclusive"
     assert reason.startswith("p99-latency: ")

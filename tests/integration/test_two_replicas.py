@@ -174,7 +174,7 @@ def test_killing_the_active_replica_in_every_phase_still_promotes_once(
     watch = RouteWatch(cluster.access, "two-replicas")
     pair = replicas("two-replicas")
     status = pair.run_until_done(api, path)
-    assert status["phase"] == "Promoted"
+    assert status["phase"] == "Promoted", status.get("decision")
     assert watch.weights == [0, 5, 25, 50, 100], "each weight set once, none skipped"
     phases = {"Preflight/None", "Progressing/0", "Progressing/1", "Progressing/2",
               "Progressing/3", "Promoting/3", "BakingIn/3"}  # fmt: skip
@@ -193,7 +193,10 @@ def test_killing_the_active_replica_while_rolling_back_restores_exactly(
     status = pair.run_until_done(api, path)
     assert status["phase"] == "RolledBack"
     assert backend_refs(api, "two-replicas-regress") == [ROUTE]
-    assert watch.weights == [0, 5, 0]
-    assert {"Progressing/1", "RollingBack/1"} <= set(pair.killed_in), pair.killed_in
+    # Rolled back at the first step whose requests made the errors decisive: the 5% step's
+    # dozens, or a later one's when those held too few failures to tell from chance.
+    step = len(watch.weights) - 2
+    assert watch.weights in ([0, 5, 0], [0, 5, 25, 0], [0, 5, 25, 50, 0]), watch.weights
+    assert {f"Progressing/{step}", f"RollingBack/{step}"} <= set(pair.killed_in), pair.killed_in
     assert max(pair.handovers) < HANDOVER_BOUND_SECONDS, pair.handovers
     assert pair.acted_only_when_active(), "a standby replica ticked"

@@ -91,6 +91,7 @@ def run_method(kube: Kube, name: str) -> None:
         "labels": {"a": "b"}, "replicas": 1, "route": _ANSWER, "rule_index": 0,
         "backend_refs": {0: []}, "annotations": {"a": "b"}, "status": {"phase": "Pending"},
         "tail_lines": 5,
+        "service": {"metadata": {"name": "x", "namespace": "ns", "resourceVersion": "1"}},
     }  # fmt: skip
     parameters = inspect.signature(method).parameters
     for kind in KINDS:

@@ -120,6 +120,7 @@ def test_a_poisson_rates_exact_bounds() -> None:
 # -- thin windows ---------------------------------------------------------------------------------
 
 P99 = {"metric": "latency_p99", "absolute": {"max": 2.0}}
+MEAN = {"metric": "latency_mean", "absolute": {"max": 2.0}}
 ERRORS = {"metric": "error_ratio", "absolute": {"max": 0.01}}
 
 
@@ -133,7 +134,9 @@ def one(value: float, requests: float | None) -> Reading:
         (P99, one(1.5, 120), "Pass", False, "within"),
         (P99, one(1.5, 12), "Inconclusive", True, "thin: 12 of the candidate's requests"),
         (P99, one(2.5, 12), "Inconclusive", True, "a p99 needs 100"),  # 1.25x: may be chance
-        (P99, one(3.5, 12), "Fail", False, "1.8x beyond its limit"),  # a clear breach
+        (P99, one(3.5, 12), "Inconclusive", True, "thin"),  # a quantile of few: never decisive
+        (MEAN, one(3.5, 12), "Fail", False, "1.8x beyond its limit"),  # a clear breach
+        (MEAN, one(2.5, 12), "Inconclusive", True, "a mean needs 30"),  # 1.25x: may be chance
         (P99, one(2.5, 150), "Fail", False, "above max"),
         (P99, one(float("nan"), 0), "Inconclusive", False, "NaN"),
         (ERRORS, one(1 / 12, 12), "Inconclusive", True, "thin"),  # 1 of 12: p = 0.11

@@ -25,6 +25,7 @@ from acceltrial.engine.evidence import (
     need_of,
     rate_interval,
 )
+from acceltrial.engine.sequential import sequential_check
 
 RATE_METRICS = frozenset({"request_rate", "token_rate"})
 
@@ -44,16 +45,33 @@ def evidence_rows(spec: TrialSpec, evidence: Sequence[CriterionEvidence]) -> lis
             thin_windows=row.thin_windows,
             candidate_requests=row.candidate_requests,
             baseline_requests=row.baseline_requests,
-            how_sure=how_sure(criteria.get(row.criterion), row, interval),
+            how_sure=how_sure(
+                criteria.get(row.criterion),
+                row,
+                interval,
+                sequential=_sequential(spec, criteria.get(row.criterion)),
+            ),
         )
         for row in ordered
     ]
 
 
-def how_sure(criterion: Criterion | None, row: CriterionEvidence, interval_seconds: float) -> str:
+def _sequential(spec: TrialSpec, criterion: Criterion | None) -> bool:
+    return criterion is not None and sequential_check(spec.analysis, criterion) is not None
+
+
+def how_sure(
+    criterion: Criterion | None,
+    row: CriterionEvidence,
+    interval_seconds: float,
+    sequential: bool = False,
+) -> str:
     """How sure the candidate's figure of one criterion in one step is, in words."""
     served = round(row.candidate_requests)
     metric = criterion.metric if criterion is not None else None
+    if sequential and metric != ERROR_METRIC:
+        # The sequential test is valid at any count: its evidence is what it says.
+        return f"a sequential test on {served} requests (valid at any count)"
     if metric == ERROR_METRIC and row.candidate_errors is not None:
         failed = round(row.candidate_errors)
         low, high = error_ratio_interval(failed, served)

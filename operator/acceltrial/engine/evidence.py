@@ -14,7 +14,7 @@ is their largest one, an error ratio of 0 of 40 allows anything up to 7%. This m
   decisive: an error ratio whose errors are improbable under the limit (one-sided exact
   binomial test at ``analysis.alpha``), or a mean, rate or cost beyond its limit by
   :data:`CLEAR_BREACH` times (a quantile of a few requests is never decisive: a histogram's
-  quantile of 45 requests is one bucket's interpolation, and reads 1.8x by chance). A window
+  quantile of 45 requests is their largest one or two, and read 1.8x by chance). A window
   with no request at all is no data (Inconclusive), as ever.
 - **the promotion's evidence** (:func:`shortfalls`): each criterion's candidate requests counted
   over every window the trial judged it on, against its need.

@@ -124,7 +124,7 @@ def _decisive(
             return f"{errors} errors would happen with probability {p:.2g} under {limit:.3g}"
         return None
     if criterion.metric in QUANTILES:
-        # A histogram's quantile of a few requests is one bucket's interpolation: 1.8x on 45
+        # A quantile of a few requests is their largest one or two: 1.8x on 45
         # requests happens by chance (measured on the drawn fleet), so only pooled evidence
         # decides a quantile.
         return None

@@ -197,7 +197,12 @@ def test_a_low_window_moves_no_cost_by_a_whole_replica() -> None:
     assert judged.verdict == "Pass"
     # The median of the steps' $0.32121 and $0.33600.
     assert judged.baseline == pytest.approx(0.328605, rel=1e-3)
-    assert "the baseline's median over 2 step measurements" in judged.reason
+    # The candidate's median over its sound windows: at 25% 3 / 0.175 = 17.14 req/s per
+    # replica, 1.000 replicas, $0.30368; at 50% $0.28633; this window $0.27889: $0.28633.
+    assert judged.candidate == pytest.approx(0.28633, rel=1e-3)
+    assert "the medians over the candidate's 3 sound measurements and the baseline's 2" in (
+        judged.reason
+    )
 
 
 def test_a_candidate_dearer_than_the_established_baseline_still_fails_the_bake() -> None:
@@ -231,6 +236,13 @@ def test_only_sound_step_measurements_establish_the_baseline() -> None:
     ]
     baked = economics_status(figures(bake_reading(12), True), bake_reading(12), bake_window(4.6),
                              second.baseline_from_steps)  # fmt: skip
-    assert baked.baseline_from_steps == second.baseline_from_steps, "the bake adds nothing"
+    assert baked.baseline_from_steps is not None
+    held = second.baseline_from_steps
+    assert baked.baseline_from_steps.projected_cost_per_million_tokens == (
+        held.projected_cost_per_million_tokens
+    ), "the bake adds nothing to the baseline's"
+    assert len(baked.baseline_from_steps.candidate_cost_per_million_tokens) == 2, (
+        "the candidate's sound bake window joins its figures"
+    )
     assert baked.candidate is not None
     assert baked.candidate.projected_cost_per_million_tokens == pytest.approx(0.3037, rel=1e-3)

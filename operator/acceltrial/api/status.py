@@ -281,6 +281,12 @@ class BaselineCostFromSteps(ApiModel):
     projected_cost_per_thousand_requests: list[float] = Field(default_factory=list, max_length=32)
     """The baseline's projected cost per 1k requests in each sound step measurement, newest
     last."""
+    candidate_cost_per_million_tokens: list[float] = Field(default_factory=list, max_length=32)
+    """The candidate's cost per 1M tokens in each sound measurement (steps and bake), newest
+    last: a unit cost does not depend on the share, so during the bake the candidate is judged
+    on their median too, and one window read on a late scrape cannot decide."""
+    candidate_cost_per_thousand_requests: list[float] = Field(default_factory=list, max_length=32)
+    """The same per 1k requests."""
 
 
 class EconomicsStatus(ApiModel):

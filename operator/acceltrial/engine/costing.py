@@ -232,8 +232,13 @@ def judge_cost_criterion(
             "the baseline serves nothing during the bake and no sound step measurement "
             "established its cost to compare with",
         )
-    judged = judge_cost(criterion, statistics.median(established), candidate, costs.missing)
-    said = f"{judged.reason} (the baseline's median over {len(established)} step measurements)"
+    seen = [*_figures(from_steps, criterion.metric, "candidate"), *_present_value(candidate)]
+    typical = statistics.median(seen) if seen else None
+    judged = judge_cost(criterion, statistics.median(established), typical, costs.missing)
+    said = (
+        f"{judged.reason} (the medians over the candidate's {len(seen)} sound measurements and "
+        f"the baseline's {len(established)} step measurements)"
+    )
     return Judgement(
         judged.criterion,
         judged.verdict,
@@ -257,17 +262,36 @@ def economics_status(
     kept = from_steps or BaselineCostFromSteps()
     if not window.baking and window_problem(readings, window, _VARIANTS) is None:
         baseline = costs.comparison.baseline
-        kept = BaselineCostFromSteps(
-            projected_cost_per_million_tokens=_appended(
-                kept.projected_cost_per_million_tokens, baseline.unit_per_million_tokens
-            ),
-            projected_cost_per_thousand_requests=_appended(
-                kept.projected_cost_per_thousand_requests, baseline.unit_per_thousand_requests
-            ),
+        kept = kept.model_copy(
+            update={
+                "projected_cost_per_million_tokens": _appended(
+                    kept.projected_cost_per_million_tokens, baseline.unit_per_million_tokens
+                ),
+                "projected_cost_per_thousand_requests": _appended(
+                    kept.projected_cost_per_thousand_requests,
+                    baseline.unit_per_thousand_requests,
+                ),
+            }
+        )
+    if window_problem(readings, window, ("candidate",)) is None:
+        candidate = costs.comparison.candidate
+        kept = kept.model_copy(
+            update={
+                "candidate_cost_per_million_tokens": _appended(
+                    kept.candidate_cost_per_million_tokens, candidate.unit_per_million_tokens
+                ),
+                "candidate_cost_per_thousand_requests": _appended(
+                    kept.candidate_cost_per_thousand_requests,
+                    candidate.unit_per_thousand_requests,
+                ),
+            }
         )
     status = to_status(costs.comparison)
     empty = not (
-        kept.projected_cost_per_million_tokens or kept.projected_cost_per_thousand_requests
+        kept.projected_cost_per_million_tokens
+        or kept.projected_cost_per_thousand_requests
+        or kept.candidate_cost_per_million_tokens
+        or kept.candidate_cost_per_thousand_requests
     )
     return status.model_copy(update={"baseline_from_steps": None if empty else kept})
 
@@ -278,12 +302,22 @@ def _appended(figures: list[float], figure: float | None) -> list[float]:
     return [*figures, figure][-BASELINE_FIGURES_KEPT:]
 
 
-def _figures(from_steps: BaselineCostFromSteps | None, metric: str) -> list[float]:
+def _figures(
+    from_steps: BaselineCostFromSteps | None, metric: str, variant: Variant = "baseline"
+) -> list[float]:
     if from_steps is None:
         return []
+    if variant == "candidate":
+        if metric == "cost_per_million_tokens":
+            return from_steps.candidate_cost_per_million_tokens
+        return from_steps.candidate_cost_per_thousand_requests
     if metric == "cost_per_million_tokens":
         return from_steps.projected_cost_per_million_tokens
     return from_steps.projected_cost_per_thousand_requests
+
+
+def _present_value(value: float | None) -> list[float]:
+    return [] if value is None else [value]
 
 
 def observed_values(

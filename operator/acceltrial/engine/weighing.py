@@ -124,9 +124,9 @@ def _decisive(
             return f"{errors} errors would happen with probability {p:.2g} under {limit:.3g}"
         return None
     if criterion.metric in QUANTILES:
-        # A quantile of a few requests is their largest one or two: 1.8x on 45
-        # requests happens by chance (measured on the drawn fleet), so only pooled evidence
-        # decides a quantile.
+        # A quantile of a few requests is their largest one or two: 1.8x on 45 requests
+        # happens by chance (measured on a fleet drawing requests at random), so only pooled
+        # evidence decides a quantile.
         return None
     factor = breach_factor(judgement, criterion)
     if factor is not None and factor >= CLEAR_BREACH:

@@ -415,3 +415,19 @@ def test_a_regression_seen_only_in_thin_windows_is_rolled_back_at_the_promotion(
     assert status.decision is not None
     assert status.decision.reason_code == "CriterionFailed"
     assert "pooled over 120 of the candidate's requests" in status.decision.reason
+
+
+def test_errors_that_crept_up_in_the_bake_are_never_promoted() -> None:
+    errors = criterion(name="errors", metric="error_ratio", absolute={"max": 0.01})
+    rows = record(
+        [], [result(60, candidate_errors=0), result(67, step=0, weight=100, candidate_errors=4)]
+    )
+    # P(at least 4 of 67 | 1%) = 1 - sum_{k<4} C(67, k) 0.01^k 0.99^(67-k) = 0.0046.
+    expected = 1 - sum(math.comb(67, k) * 0.01**k * 0.99 ** (67 - k) for k in range(4))
+    assert expected == pytest.approx(0.0046, abs=1e-4)
+    assert pooled_failures([errors], rows, alpha=0.01) == [
+        "errors: 4 of the candidate's 67 requests in the bake failed; under an error ratio of "
+        "0.01 that happens with probability 0.0046"
+    ]
+    one = record([], [result(67, step=0, weight=100, candidate_errors=1)])
+    assert pooled_failures([errors], one, alpha=0.01) == [], "1 of 67 may be chance (p = 0.49)"

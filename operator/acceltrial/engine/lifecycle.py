@@ -653,7 +653,7 @@ class _Tick:
         that fails; when its requests fall short, the trial is Inconclusive and
         ``onInconclusive`` applies."""
         evidence = self.status.evidence or []
-        failed = pooled_failures(self.spec.analysis.criteria, evidence)
+        failed = pooled_failures(self.spec.analysis.criteria, evidence, self.spec.analysis.alpha)
         if failed:
             self._roll_back("rollback", CRITERION_FAILED, "; ".join(failed) + " (the promotion)")
             return False

@@ -199,16 +199,44 @@ def judge_pooled(criterion: Criterion, rows: Sequence[CriterionEvidence]) -> Jud
 
 
 def pooled_failures(
-    criteria: Sequence[Criterion], evidence: Sequence[CriterionEvidence]
+    criteria: Sequence[Criterion],
+    evidence: Sequence[CriterionEvidence],
+    alpha: float = DEFAULT_ALPHA,
 ) -> list[str]:
     """Each criterion every window of which was thin (never judged on enough requests in a
-    step) that fails on all its windows pooled, in words."""
+    step) that fails on all its windows pooled, and each error ratio whose bake errors an
+    exact binomial test at ``alpha`` rejects (errors that crept up while a test gathered
+    evidence), in words."""
     failed = []
     for criterion in criteria:
         rows = [row for row in evidence if row.criterion == criterion.name]
+        crept = _errors_in_the_bake(criterion, rows, alpha)
+        if crept is not None:
+            failed.append(f"{criterion.name}: {crept}")
+            continue
         if not rows or any(row.windows > row.thin_windows for row in rows):
             continue
         pooled = judge_pooled(criterion, rows)
         if pooled is not None and pooled.verdict == "Fail":
             failed.append(f"{criterion.name}: {pooled.reason}")
     return failed
+
+
+def _errors_in_the_bake(
+    criterion: Criterion, rows: Sequence[CriterionEvidence], alpha: float
+) -> str | None:
+    """Why the bake's errors, all its windows together, are above an absolute error limit
+    beyond chance; None when they are not (or cannot be told)."""
+    limit = criterion.absolute.max if criterion.absolute is not None else None
+    if criterion.metric != ERROR_METRIC or limit is None:
+        return None
+    baked = [row for row in rows if row.step == 0 and row.candidate_errors is not None]
+    served = round(sum(row.candidate_requests for row in baked))
+    errors = round(sum(row.candidate_errors or 0.0 for row in baked))
+    p = error_ratio_p_value(errors, served, limit)
+    if served <= 0 or p >= alpha:
+        return None
+    return (
+        f"{errors} of the candidate's {served} requests in the bake failed; under an error "
+        f"ratio of {limit:.3g} that happens with probability {p:.2g}"
+    )

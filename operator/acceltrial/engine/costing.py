@@ -33,6 +33,7 @@ from acceltrial.engine.analysis import Judgement, Reading, judge_cost
 from acceltrial.engine.economics import (
     Comparison,
     Throughput,
+    VariantCost,
     VariantInput,
     compare,
     cost_criterion_values,
@@ -261,31 +262,9 @@ def economics_status(
     the steps with this one added when it is a sound step measurement."""
     kept = from_steps or BaselineCostFromSteps()
     if not window.baking and window_problem(readings, window, _VARIANTS) is None:
-        baseline = costs.comparison.baseline
-        kept = kept.model_copy(
-            update={
-                "projected_cost_per_million_tokens": _appended(
-                    kept.projected_cost_per_million_tokens, baseline.unit_per_million_tokens
-                ),
-                "projected_cost_per_thousand_requests": _appended(
-                    kept.projected_cost_per_thousand_requests,
-                    baseline.unit_per_thousand_requests,
-                ),
-            }
-        )
+        kept = _with_figures(kept, _BASELINE_FIGURES, costs.comparison.baseline)
     if window_problem(readings, window, ("candidate",)) is None:
-        candidate = costs.comparison.candidate
-        kept = kept.model_copy(
-            update={
-                "candidate_cost_per_million_tokens": _appended(
-                    kept.candidate_cost_per_million_tokens, candidate.unit_per_million_tokens
-                ),
-                "candidate_cost_per_thousand_requests": _appended(
-                    kept.candidate_cost_per_thousand_requests,
-                    candidate.unit_per_thousand_requests,
-                ),
-            }
-        )
+        kept = _with_figures(kept, _CANDIDATE_FIGURES, costs.comparison.candidate)
     status = to_status(costs.comparison)
     empty = not (
         kept.projected_cost_per_million_tokens
@@ -294,6 +273,24 @@ def economics_status(
         or kept.candidate_cost_per_thousand_requests
     )
     return status.model_copy(update={"baseline_from_steps": None if empty else kept})
+
+
+_BASELINE_FIGURES = ("projected_cost_per_million_tokens", "projected_cost_per_thousand_requests")
+_CANDIDATE_FIGURES = ("candidate_cost_per_million_tokens", "candidate_cost_per_thousand_requests")
+
+
+def _with_figures(
+    kept: BaselineCostFromSteps, fields: tuple[str, str], cost: VariantCost
+) -> BaselineCostFromSteps:
+    """``kept`` with ``cost``'s unit costs (per 1M tokens, per 1k requests) appended to
+    ``fields``."""
+    tokens, requests = fields
+    return kept.model_copy(
+        update={
+            tokens: _appended(getattr(kept, tokens), cost.unit_per_million_tokens),
+            requests: _appended(getattr(kept, requests), cost.unit_per_thousand_requests),
+        }
+    )
 
 
 def _appended(figures: list[float], figure: float | None) -> list[float]:

@@ -9,6 +9,8 @@ import numpy as np
 from acceltrial.api.spec import AnalysisSpec
 from acceltrial.engine.analysis import Reading, judge, plan
 from acceltrial.engine.metrics import MetricRequest, PresetMetric, VariantTarget
+from acceltrial.engine.sequential import error_counts
+from acceltrial.engine.weighing import judge_window
 from acceltrial.providers.metrics.prometheus import Series
 from acceltrial.providers.metrics.prometheus.reader import promql, to_reading
 
@@ -116,6 +118,43 @@ def test_errors_against_an_absolute_max_use_the_candidate_alone() -> None:
     assert [q.variant for q in planned] == ["candidate"]
     assert verdict.verdict == "Fail"
     assert "an error ratio of 0.01" in verdict.reason
+
+
+def test_a_5xx_series_created_by_its_first_errors_counts_them() -> None:
+    """vLLM exports ``status="5xx"`` only from the first 5xx: a series that begins inside the
+    window counted up from zero, so its first value is errors of the window. Here the build fails
+    20% of 40 requests a scrape, and the window sees the 5xx series twice: 16 errors of 80
+    requests in the last two scrapes, not 8."""
+    spec = analysis(metric="error_ratio", absolute={"max": 0.01})
+    ok = tuple((3.0 * t, 32.0 * t) for t in range(3))
+    errors = ((3.0, 8.0), (6.0, 16.0))  # created at the first scrape after its first error
+    counts = error_counts({"2xx": ok, "5xx": errors})
+
+    assert sum(counts.events["errors"].values()) == 16.0
+    assert sum(counts.requests.values()) == 64.0 + 16.0
+    reading = Reading(series=2, parts=(("2xx", ok), ("5xx", errors)))
+    assert judge(spec.criteria[0], None, reading, spec).verdict == "Pass", "two capped intervals"
+    verdict = judge_window(spec.criteria[0], None, reading, spec)
+    assert verdict.verdict == "Fail", "16 of 80 at a 1% limit is no chance"
+    assert "16 of the candidate's 80 requests in this step failed" in verdict.reason
+
+
+def test_a_few_errors_in_a_short_step_do_not_fail_it() -> None:
+    spec = analysis(metric="error_ratio", absolute={"max": 0.01})
+    ok = tuple((3.0 * t, 39.0 * t) for t in range(3))
+    errors = tuple((3.0 * t, 1.0 * t) for t in range(3))  # 2 of 80: likely enough at 1%
+    reading = Reading(series=2, parts=(("2xx", ok), ("5xx", errors)))
+
+    assert judge_window(spec.criteria[0], None, reading, spec).verdict == "Pass"
+
+
+def test_a_5xx_series_present_from_the_window_start_is_differenced() -> None:
+    ok = tuple((3.0 * t, 100.0 + 32.0 * t) for t in range(3))
+    errors = tuple((3.0 * t, 50.0 + 8.0 * t) for t in range(3))
+
+    counts = error_counts({"2xx": ok, "5xx": errors})
+
+    assert sum(counts.events["errors"].values()) == 16.0, "its first value is from before"
 
 
 def test_to_reading_keeps_each_series_by_the_split_label() -> None:

@@ -107,8 +107,19 @@ def latency_counts(parts: Mapping[str, Samples]) -> Counts:
 
 
 def error_counts(parts: Mapping[str, Samples]) -> Counts:
-    """From requests counted by status class: requests, and those answered 5xx."""
-    by_status = {status: increments(samples) for status, samples in parts.items()}
+    """From requests counted by status class: requests, and those answered 5xx.
+
+    A status class's series exists only from its first response (vLLM's instrumentator, TGI's
+    failure counter), so a series that begins after the others began was created in the window:
+    it counted up from zero, and its first value is requests of the window, not a baseline to
+    difference from (else the first errors of a failing build, often all a short step sees,
+    would be lost)."""
+    firsts = [samples[0][0] for samples in parts.values() if samples]
+    began = min(firsts, default=0.0)
+    by_status = {
+        status: increments(_from_zero(samples) if samples and samples[0][0] > began else samples)
+        for status, samples in parts.items()
+    }
     times = set().union(*(s.keys() for s in by_status.values())) if by_status else set()
     requests = {t: sum(s.get(t, 0.0) for s in by_status.values()) for t in times}
     errors = {
@@ -116,6 +127,12 @@ def error_counts(parts: Mapping[str, Samples]) -> Counts:
         for t in times
     }
     return Counts(requests, {"errors": errors})
+
+
+def _from_zero(samples: Samples) -> Samples:
+    """A counter created by its first event: zero just before its first sample."""
+    first = samples[0][0]
+    return [(math.nextafter(first, -math.inf), 0.0), *samples]
 
 
 def increments(samples: Samples) -> dict[float, float]:

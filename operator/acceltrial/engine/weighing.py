@@ -44,8 +44,10 @@ def judge_window(
     """Judge one criterion on one window and weigh the verdict by its requests (and the
     ``step``'s earlier windows of it, from ``status.evidence``)."""
     judged = judge(criterion, baseline, candidate, analysis)
+    alpha = analysis.alpha if analysis is not None else DEFAULT_ALPHA
     if judged.spans_step:
-        return judged  # a sequential test: valid at any count, its requests already counted
+        # A sequential test: valid at any count, its requests already counted.
+        return _errors_in_the_step(judged, criterion, alpha)
     counted = replace(
         judged,
         baseline_requests=_requests(baseline),
@@ -54,8 +56,27 @@ def judge_window(
     if criterion.statistical is not None:
         # A rank-sum test has its own evidence rule (minSamples); its requests are counted.
         return replace(counted, candidate_requests=_requests(candidate))
-    alpha = analysis.alpha if analysis is not None else DEFAULT_ALPHA
     return weigh(counted, criterion, _requests(candidate), alpha, step)
+
+
+def _errors_in_the_step(judged: Judgement, criterion: Criterion, alpha: float) -> Judgement:
+    """A sequential error test that has not failed yet, failed when the step's errors together
+    are beyond chance under an absolute limit (the exact test the promotion applies to the
+    bake's). The sequential test caps what one scrape interval adds, so a short step of a
+    build failing 20% of its requests may end before it fails (3 intervals of 3 s); the step's
+    whole count does not wait for that."""
+    limit = criterion.absolute.max if criterion.absolute is not None else None
+    requests, errors = judged.candidate_requests, judged.candidate_errors
+    if judged.verdict == "Fail" or limit is None or requests is None or errors is None:
+        return judged
+    p = error_ratio_p_value(round(errors), round(requests), limit)
+    if p >= alpha:
+        return judged
+    why = (
+        f"{errors:.0f} of the candidate's {requests:.0f} requests in this step failed; under an "
+        f"error ratio of {limit:.3g} that happens with probability {p:.2g} ({judged.reason})"
+    )
+    return replace(judged, verdict="Fail", reason=why)
 
 
 def _requests(reading: Reading | None) -> float | None:

@@ -663,6 +663,8 @@ def test_the_replicas_router_says_the_share_its_pods_give_beside_the_weight_aske
     for _ in range(12):
         if driver.status.phase == "Promoted":
             break
+        # The router scaled the candidate to 2 pods for the 50% step.
+        driver.available_replicas = 2 if driver.status.step == 2 else 1
         driver.tick()
         seen.append((driver.status.requested_weight, driver.status.canary_weight))
     assert driver.status.phase == "Promoted"
@@ -695,6 +697,42 @@ def test_the_share_follows_the_ready_pods_the_router_counts() -> None:
     assert driver.status.step == 2, "the step ran its 2 minutes from the change"
 
 
+def at_the_50_percent_step_with_one_pod() -> Driver:
+    driver = Driver(replicas_spec(), original=REPLICAS)
+    driver.run_until("Progressing")
+    driver.tick()
+    driver.tick(advance=timedelta(minutes=2), observed_share=33)
+    driver.tick(observed_share=33)
+    assert driver.status.step == 2
+    return driver
+
+
+def test_a_step_waits_for_the_pods_its_share_needs() -> None:
+    """The 50% step needs two candidate pods beside two: while the second is not Available the
+    step runs at 33% and does not pass however long it lasts; once it is, the step counts from
+    the change and passes at 50%."""
+    driver = at_the_50_percent_step_with_one_pod()
+    for _ in range(3):
+        driver.tick(observed_share=33)
+    assert (driver.status.phase, driver.status.step) == ("Progressing", 2), "not at 50% yet"
+    assert driver.status.canary_weight == 33
+    driver.available_replicas = 2
+    driver.tick(observed_share=50, outcome=None)
+    assert driver.status.step_started_at == driver.now, "the step counts from its 50%"
+    driver.tick(observed_share=50, advance=timedelta(minutes=2))
+    driver.tick(observed_share=50)
+    assert driver.status.phase in ("Promoting", "BakingIn")
+
+
+def test_a_step_whose_pods_never_come_rolls_back_after_the_progress_deadline() -> None:
+    driver = at_the_50_percent_step_with_one_pod()
+    driver.tick(observed_share=33, advance=timedelta(minutes=5))
+    decision = driver.status.decision
+    assert decision is not None
+    assert decision.reason_code == CANDIDATE_NOT_SCALED
+    assert "the 2 Available replicas step 2's 50% needs within 5m (1 were)" in decision.reason
+
+
 def test_a_failure_names_the_share_and_the_weight_asked() -> None:
     driver = Driver(replicas_spec(), original=REPLICAS)
     driver.run_until("Progressing")
@@ -709,7 +747,7 @@ def test_a_failure_names_the_share_and_the_weight_asked() -> None:
 
 
 def test_a_paused_bake_resumes_as_a_bake_whatever_share_is_read() -> None:
-    driver = Driver(replicas_spec(), original=REPLICAS)
+    driver = Driver(replicas_spec(), original=REPLICAS, available_replicas=2)
     driver.run_until("BakingIn")
     driver.tick(action="pause", outcome="Inconclusive")
     driver.tick(outcome="Inconclusive")

@@ -64,7 +64,7 @@ from acceltrial.engine.evidence import evidence_forecast, judged_on, record, sho
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
 from acceltrial.engine.route_guard import route_guard
-from acceltrial.engine.routing import replica_share, share_text
+from acceltrial.engine.routing import replica_share, replicas_for_share, share_text
 from acceltrial.engine.weighing import pooled_failures
 
 RECENT_RESULTS = 64
@@ -452,7 +452,7 @@ class _Tick:
         self._keep_weight()
         if self.obs.action == "pause":
             self._pause("User", "paused by a person")
-        elif self.obs.action == "promote" or self._step_passed():
+        elif self.obs.action == "promote" or (self._step_pods_ready() and self._step_passed()):
             self._advance()
 
     def _advance_already_routed(self) -> bool:
@@ -635,6 +635,32 @@ class _Tick:
                 self._pause("Inconclusive", why)
             return False
         return True
+
+    def _step_pods_ready(self) -> bool:
+        """Whether the step runs at the share it asked for. The replicas router gives a share
+        by the candidate's pods: a step whose pods are not all Available yet runs at a smaller
+        share, and passing it would judge 50% on what 33% showed (as a replica-based canary
+        waits for its pods before a step counts). Pods that do not come within
+        ``progressDeadline`` of the step's last share change roll the trial back."""
+        original = self.status.original
+        if not isinstance(original, ReplicasOriginal) or not original.baseline_replicas:
+            return True
+        step_number = self.status.step or 1
+        step = self.spec.steps[step_number - 1]
+        wanted = replicas_for_share(original.baseline_replicas, step.share)
+        available = self.obs.candidate_available_replicas
+        if available >= wanted:
+            return True
+        started = self.status.step_started_at or self.obs.now
+        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
+            self._roll_back(
+                "rollback",
+                CANDIDATE_NOT_SCALED,
+                f"the candidate did not reach the {wanted} Available replicas step "
+                f"{step_number}'s {step.share}% needs within {self.spec.progress_deadline} "
+                f"({available} were)",
+            )
+        return False
 
     def _step_passed(self) -> bool:
         started = self.status.step_started_at or self.obs.now

@@ -34,10 +34,13 @@ SPEED ?= 1
 help: ## List every target with what it does.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(INSTALLED): pyproject.toml
+# The operator with every extra, then the test bed (testbed/, its own package: local control
+# planes, the simulated fleet, the demo), which `pip install .` never installs.
+$(INSTALLED): pyproject.toml testbed/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e testbed/
 	@touch $@
 
 demo: $(INSTALLED) tools ## Set up .venv, kubectl, helm and Prometheus, then run a complete trial locally (SCENARIO=promote).
@@ -59,12 +62,12 @@ control-plane: ## Build the upstream kube-apiserver, controllers, scheduler, etc
 	@scripts/control-plane.sh
 
 lint: $(INSTALLED) ## Lint and check formatting with ruff.
-	$(BIN)/ruff check operator tests scripts bench
-	$(BIN)/ruff format --check operator tests scripts bench
+	$(BIN)/ruff check operator testbed tests scripts bench
+	$(BIN)/ruff format --check operator testbed tests scripts bench
 
 format: $(INSTALLED) ## Format the code and apply safe lint fixes with ruff.
-	$(BIN)/ruff format operator tests scripts bench
-	$(BIN)/ruff check --fix operator tests scripts bench
+	$(BIN)/ruff format operator testbed tests scripts bench
+	$(BIN)/ruff check --fix operator testbed tests scripts bench
 
 typecheck: $(INSTALLED) ## Type-check the package with mypy --strict.
 	$(BIN)/mypy

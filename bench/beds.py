@@ -28,14 +28,14 @@ from typing import Any, Literal
 import yaml
 from aiohttp import web
 
-import acceltrial.sandbox.cluster as sandbox_cluster
-import acceltrial.sandbox.server as sandbox_server
+import acceltrial_testbed.sandbox.cluster as sandbox_cluster
+import acceltrial_testbed.sandbox.server as sandbox_server
 from acceltrial.api.crd import render_crd
-from acceltrial.demo.cluster import TRIALS
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.realplane.client import AdminClient, ApiError
-from acceltrial.sandbox.realplane.plane import RealControlPlane
-from acceltrial.sandbox.topology import Topology, load_topology
+from acceltrial_testbed.demo.cluster import TRIALS
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.realplane.client import AdminClient, ApiError
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
+from acceltrial_testbed.sandbox.topology import Topology, load_topology
 
 ControlPlane = Literal["emulator", "real"]
 NAMESPACE = "bench"

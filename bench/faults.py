@@ -50,10 +50,10 @@ from tests.integration.simulated import STEADY, profile, serving
 from tests.integration.test_lifecycle_e2e import ROUTE, install_baseline, trial
 from tests.sandbox.conftest import Api
 
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.fleet.model import ServingProfile
-from acceltrial.sandbox.kubeconfig import write_kubeconfig
-from acceltrial.sandbox.topology import Topology, load_topology
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile
+from acceltrial_testbed.sandbox.kubeconfig import write_kubeconfig
+from acceltrial_testbed.sandbox.topology import Topology, load_topology
 from bench.faultproxy import FaultProxy, Schedule
 
 Target = Literal["none", "api", "prometheus", "restart"]

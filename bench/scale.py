@@ -46,7 +46,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from acceltrial.api.status import TERMINAL_PHASES
-from acceltrial.demo.cluster import TRIALS, baseline_objects
+from acceltrial_testbed.demo.cluster import TRIALS, baseline_objects
 from bench.beds import NAMESPACE, NAMESPACES, Bed, ControlPlane, Counter, bed
 
 INTERVAL_S = 10

@@ -23,7 +23,7 @@ from acceltrial.api.status import CriterionResult, EconomicsStatus, TrialStatus,
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.report import ReportInputs, update_report
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.cli.browser import rendered_text, screenshot
 from tests.conftest import REPO, tool
 from tests.sandbox.conftest import Api

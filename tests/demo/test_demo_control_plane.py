@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from acceltrial.cli.main import build_parser
-from acceltrial.cli.sandbox import uses_real_control_plane
-from acceltrial.demo.runner import DemoOptions, run_demo
-from acceltrial.sandbox.realplane import binaries
+from acceltrial_testbed.demo.runner import DemoOptions, run_demo
+from acceltrial_testbed.sandbox.choices import uses_real_control_plane
+from acceltrial_testbed.sandbox.realplane import binaries
 
 
 @pytest.fixture

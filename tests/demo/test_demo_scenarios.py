@@ -38,7 +38,7 @@ import yaml
 from acceltrial.api.spec import EconomicsSpec
 from acceltrial.engine.economics import Throughput, VariantInput, compare
 from acceltrial.providers.pricing.catalog import bundled_catalog
-from acceltrial.sandbox.realplane.binaries import binaries_available
+from acceltrial_testbed.sandbox.realplane.binaries import binaries_available
 from tests.cli.browser import screenshot
 from tests.conftest import REPO, TOOLS_BIN
 from tests.demo.load import cpu_hog

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from acceltrial.engine.candidate import VARIANT_LABEL
-from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec
-from acceltrial.sandbox.fleet.gateway import route_status, status_changed
-from acceltrial.sandbox.fleet.model import ServingProfile
-from acceltrial.sandbox.fleet.traffic import ClusterView, Entry, resolved_rules, routed
+from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
+from acceltrial_testbed.sandbox.fleet.gateway import route_status, status_changed
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile
+from acceltrial_testbed.sandbox.fleet.traffic import ClusterView, Entry, resolved_rules, routed
 
 NOW = datetime(2026, 12, 4, 3, 0, tzinfo=UTC)
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
-from acceltrial.sandbox.fleet.model import ServingProfile, erlang_c, serve
-from acceltrial.sandbox.fleet.traffic import ClusterView, Entry, split
+from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile, erlang_c, serve
+from acceltrial_testbed.sandbox.fleet.traffic import ClusterView, Entry, split
 
 PROFILE = ServingProfile(p50=1.0, p99=3.0, capacity_rps=10, error_ratio=0.01)
 

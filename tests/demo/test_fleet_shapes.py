@@ -13,12 +13,12 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from acceltrial.sandbox.fleet.accelerators import ExporterOptions, NodeExporter
-from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec
-from acceltrial.sandbox.fleet.model import ServingProfile
-from acceltrial.sandbox.fleet.serving import exposition
-from acceltrial.sandbox.fleet.traffic import ClusterView, Entry
-from acceltrial.sandbox.servicemonitor import EndpointTarget, ServiceMonitor, scrape_job
+from acceltrial_testbed.sandbox.fleet.accelerators import ExporterOptions, NodeExporter
+from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile
+from acceltrial_testbed.sandbox.fleet.serving import exposition
+from acceltrial_testbed.sandbox.fleet.traffic import ClusterView, Entry
+from acceltrial_testbed.sandbox.servicemonitor import EndpointTarget, ServiceMonitor, scrape_job
 from tests.conftest import tool
 
 HEALTHY = ServingProfile(p50=1.0, p99=3.0, capacity_rps=10)

@@ -12,15 +12,15 @@ from urllib.request import Request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from acceltrial.demo.cluster import Client
-from acceltrial.sandbox.access import Access
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.fleet.exporter import FleetSpec
-from acceltrial.sandbox.fleet.fleets import Fleets
-from acceltrial.sandbox.fleet.model import ServingProfile
-from acceltrial.sandbox.fleet.serving import exposition
-from acceltrial.sandbox.fleet.traffic import Entry
-from acceltrial.sandbox.topology import Topology, load_topology
+from acceltrial_testbed.demo.cluster import Client
+from acceltrial_testbed.sandbox.access import Access
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.fleet.exporter import FleetSpec
+from acceltrial_testbed.sandbox.fleet.fleets import Fleets
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile
+from acceltrial_testbed.sandbox.fleet.serving import exposition
+from acceltrial_testbed.sandbox.fleet.traffic import Entry
+from acceltrial_testbed.sandbox.topology import Topology, load_topology
 from tests.sandbox.conftest import eventually
 
 NAMESPACES = ("first", "second", "third")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from acceltrial.demo.scenario import resolve_path, shipped_scenarios
-from acceltrial.sandbox.prometheus import find_prometheus
+from acceltrial_testbed.demo.scenario import resolve_path, shipped_scenarios
+from acceltrial_testbed.sandbox.prometheus import find_prometheus
 from tests.conftest import REPO, TOOLS_BIN
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acceltrial.cli.trials import shorten, status_rows
-from acceltrial.demo.progress import deciding_criteria, economics_lines, progress
+from acceltrial_testbed.demo.progress import deciding_criteria, economics_lines, progress
 
 ECONOMICS = {
     "baseline": {"costPerHour": 2.012, "projectedCostPerMillionTokens": 0.45, "replicas": 2,

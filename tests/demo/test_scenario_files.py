@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from acceltrial.demo.runner import at_speed
-from acceltrial.demo.scenario import ScenarioError, load_scenario
+from acceltrial_testbed.demo.runner import at_speed
+from acceltrial_testbed.demo.scenario import ScenarioError, load_scenario
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "examples" / "scenarios"

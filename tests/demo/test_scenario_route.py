@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from acceltrial.demo.cluster import baseline_objects
-from acceltrial.demo.scenario import ScenarioError, load_scenario
+from acceltrial_testbed.demo.cluster import baseline_objects
+from acceltrial_testbed.demo.scenario import ScenarioError, load_scenario
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "examples" / "scenarios"

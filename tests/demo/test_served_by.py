@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acceltrial.demo.user import served_by
+from acceltrial_testbed.demo.user import served_by
 
 READY = {"conditions": [{"type": "Ready", "status": "True"}]}
 

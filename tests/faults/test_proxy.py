@@ -20,8 +20,8 @@ from acceltrial.providers.metrics.prometheus import (
     PrometheusClient,
     PrometheusServerError,
 )
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.kubeconfig import write_kubeconfig
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.kubeconfig import write_kubeconfig
 from tests.integration.http_stub import Responder, http_server
 from tests.sandbox.conftest import CONFIGMAPS, Api, configmap
 

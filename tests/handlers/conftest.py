@@ -16,7 +16,7 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.kube.gateway import Kube
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.conftest import REPO
 from tests.sandbox.conftest import Api
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.realplane.plane import RealControlPlane
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.conftest import REPO, tool
 
 CHART = REPO / "charts" / "acceltrial"

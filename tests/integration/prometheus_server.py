@@ -1,5 +1,5 @@
 """A real Prometheus for the tests, started by the sandbox's launcher
-(:class:`acceltrial.sandbox.prometheus.PrometheusServer`, the one the demo runs).
+(:class:`acceltrial_testbed.sandbox.prometheus.PrometheusServer`, the one the demo runs).
 
 Prepared histories are written as OpenMetrics and turned into TSDB blocks with
 ``promtool tsdb create-blocks-from openmetrics`` so that queries answer at once, deterministically.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from acceltrial.sandbox.prometheus import PrometheusServer
+from acceltrial_testbed.sandbox.prometheus import PrometheusServer
 from tests.conftest import tool
 
 

@@ -1,6 +1,6 @@
 """The sandbox's simulated fleet as the end-to-end tests run it: one namespace per trial, each
 with its own serving profiles, requests split by the namespace's HTTPRoute as the operator moves
-it, series in the shape real vLLM servers export (:mod:`acceltrial.sandbox.fleet`).
+it, series in the shape real vLLM servers export (:mod:`acceltrial_testbed.sandbox.fleet`).
 
 The tests name profiles by ``(namespace, variant)``; a namespace without a candidate profile
 sends its candidate nothing (a gateway that ignores weights), so the candidate's series stay
@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 
-from acceltrial.sandbox.access import Access
-from acceltrial.sandbox.fleet.exporter import FleetSpec
-from acceltrial.sandbox.fleet.fleets import Fleets
-from acceltrial.sandbox.fleet.model import ServingProfile
-from acceltrial.sandbox.fleet.serving import metrics_endpoint
-from acceltrial.sandbox.fleet.traffic import Entry
+from acceltrial_testbed.sandbox.access import Access
+from acceltrial_testbed.sandbox.fleet.exporter import FleetSpec
+from acceltrial_testbed.sandbox.fleet.fleets import Fleets
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile
+from acceltrial_testbed.sandbox.fleet.serving import metrics_endpoint
+from acceltrial_testbed.sandbox.fleet.traffic import Entry
 
 STEADY = ServingProfile(p50=0.25, p99=0.5, capacity_rps=75, error_ratio=0.001)
 """A replica far from its capacity: latency as profiled, one request in a thousand failing."""

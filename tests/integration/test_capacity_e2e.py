@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.topology import Topology
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.topology import Topology
 from tests.conftest import REPO
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, profile, serving

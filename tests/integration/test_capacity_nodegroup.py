@@ -12,8 +12,8 @@ from botocore.session import Session
 from acceltrial.api.capacity import EksNodegroupCapacity
 from acceltrial.engine.capacity import CapacityNeed, ScalePlan
 from acceltrial.providers.capacity.nodegroup import CapacityError, EksNodegroupProvider
-from acceltrial.sandbox.eks import SandboxEks
-from acceltrial.sandbox.topology import Topology
+from acceltrial_testbed.sandbox.eks import SandboxEks
+from acceltrial_testbed.sandbox.topology import Topology
 
 # moto's EKS API takes seconds to create a cluster and its node groups.
 pytestmark = pytest.mark.slow

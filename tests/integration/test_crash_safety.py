@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from acceltrial.api.reasons import CRITERION_FAILED
-from acceltrial.sandbox.access import Access
+from acceltrial_testbed.sandbox.access import Access
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
     ROUTE,
     api,

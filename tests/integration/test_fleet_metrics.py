@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from acceltrial.demo.cluster import Client
 from acceltrial.engine.metrics import Accelerator, MetricRequest, PresetMetric, Variant
 from acceltrial.engine.targets import variant_target
 from acceltrial.providers.metrics.prometheus import PrometheusClient
 from acceltrial.providers.metrics.prometheus.reader import promql as render_promql
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.fleet.accelerators import ExporterOptions
-from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec
-from acceltrial.sandbox.fleet.model import ServingProfile, serve
-from acceltrial.sandbox.fleet.serving import metrics_endpoint, serve_exporters
-from acceltrial.sandbox.fleet.traffic import Entry
-from acceltrial.sandbox.prometheus import PrometheusServer
+from acceltrial_testbed.demo.cluster import Client
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.fleet.accelerators import ExporterOptions
+from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile, serve
+from acceltrial_testbed.sandbox.fleet.serving import metrics_endpoint, serve_exporters
+from acceltrial_testbed.sandbox.fleet.traffic import Entry
+from acceltrial_testbed.sandbox.prometheus import PrometheusServer
 from tests.conftest import tool
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 
 from acceltrial.api.validation import validate_trial
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests
 from tests.integration.test_lifecycle_e2e import (
     CRDS,

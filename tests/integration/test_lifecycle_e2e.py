@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.realplane.plane import RealControlPlane
-from acceltrial.sandbox.topology import Topology, load_topology
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
+from acceltrial_testbed.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO, TOOLS_BIN
 from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus

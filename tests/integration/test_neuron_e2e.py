@@ -20,8 +20,8 @@ import yaml
 from botocore.session import Session
 from moto.server import ThreadedMotoServer
 
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.topology import Topology, load_topology
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, serving

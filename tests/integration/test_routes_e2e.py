@@ -42,11 +42,11 @@ from acceltrial.engine.lifecycle import (
 from acceltrial.engine.routes import RouteShape, Service
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.routing.gatewayapi import TRIAL_ANNOTATION, GatewayApiRouter
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.fleet.exporter import Fleet, FleetSpec
-from acceltrial.sandbox.fleet.gateway import route_requests
-from acceltrial.sandbox.fleet.model import ServingProfile
-from acceltrial.sandbox.fleet.traffic import Entry, read_cluster, resolved_rules
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
+from acceltrial_testbed.sandbox.fleet.gateway import route_requests
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile
+from acceltrial_testbed.sandbox.fleet.traffic import Entry, read_cluster, resolved_rules
 from tests.sandbox.conftest import Api
 
 GATEWAY_API_VERSION = "v1.6.3"  # as scripts/control-plane.sh

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
     act,
     api,

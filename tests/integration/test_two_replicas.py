@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.conftest import REPO
 from tests.integration.test_crash_safety import TERMINAL, RouteWatch
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module

@@ -29,10 +29,10 @@ from typing import Any
 
 import pytest
 
-from acceltrial.sandbox.access import Access
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.realplane.binaries import MissingBinaries, find_binaries
-from acceltrial.sandbox.realplane.plane import RealControlPlane
+from acceltrial_testbed.sandbox.access import Access
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.realplane.binaries import MissingBinaries, find_binaries
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.conftest import tool
 
 

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import config
 
 from acceltrial.kube.gateway import FIELD_MANAGER, Kube
-from acceltrial.sandbox.realplane.plane import RealControlPlane
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.sandbox.conftest import (
     CONFIGMAPS,
     DEPLOYMENTS,

@@ -20,7 +20,7 @@ import yaml
 
 from acceltrial.api.trial import GROUP, PLURAL, VERSION
 from acceltrial.handlers.startup import configure
-from acceltrial.sandbox.access import EMULATOR_TOKEN, Access
+from acceltrial_testbed.sandbox.access import EMULATOR_TOKEN, Access
 from tests.conftest import EXAMPLES, REPO
 from tests.sandbox.conftest import Api, Backend, eventually
 

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import yaml
 
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.conftest import REPO
 from tests.sandbox.conftest import Api, Kubectl, configmap, eventually
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.topology import Topology
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.topology import Topology
 from tests.sandbox.conftest import Api, eventually
 
 # moto's EKS API takes seconds to create a cluster and its node groups.

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from acceltrial.sandbox.realplane.plane import RealControlPlane
-from acceltrial.sandbox.realplane.processes import StartError
-from acceltrial.sandbox.topology import load_topology, nodes
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
+from acceltrial_testbed.sandbox.realplane.processes import StartError
+from acceltrial_testbed.sandbox.topology import load_topology, nodes
 from tests.conftest import REPO, tool
 from tests.sandbox.conftest import Kubectl, eventually, require_real_control_plane
 

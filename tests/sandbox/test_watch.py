@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.sandbox.conftest import CONFIGMAPS, ROOT_CA, Api, configmap, eventually
 
 

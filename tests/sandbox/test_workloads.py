@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from acceltrial.sandbox.cluster import Sandbox
-from acceltrial.sandbox.topology import load_topology
+from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.topology import load_topology
 from tests.sandbox.conftest import DEPLOYMENTS, Api, Kubectl, eventually
 from tests.sandbox.test_metadata import deployment
 

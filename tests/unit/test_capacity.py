@@ -13,7 +13,6 @@ import pytest
 from acceltrial.api.capacity import CapacityStatus
 from acceltrial.api.report import Report, VariantFigures, Variants
 from acceltrial.api.status import PromotionStatus, TrialStatus
-from acceltrial.cli.render import capacity_line, markdown
 from acceltrial.engine.capacity import (
     CapacityFinding,
     CapacityNeed,
@@ -24,6 +23,7 @@ from acceltrial.engine.capacity import (
     release_on_delete,
 )
 from acceltrial.handlers.capacity import instance_shape
+from acceltrial.pages.render import capacity_line, markdown
 from acceltrial.providers.capacity.karpenter import KarpenterProvider
 
 NOW = datetime(2026, 12, 4, 3, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ import yaml
 
 from acceltrial.engine.candidate import TrialRef, derive_deployment
 from acceltrial.engine.gitops import committable
-from acceltrial.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.sandbox.conftest import Api
 from tests.unit.test_lifecycle import make_spec
 

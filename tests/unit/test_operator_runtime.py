@@ -14,7 +14,7 @@ from acceltrial.api.status import PHASES
 from acceltrial.handlers.config import ConfigError, config_from_env
 from acceltrial.handlers.metrics import REGISTRY, record_trial, serve_metrics
 from acceltrial.handlers.startup import configure, kubernetes_client
-from acceltrial.sandbox.kubeconfig import write_kubeconfig
+from acceltrial_testbed.sandbox.kubeconfig import write_kubeconfig
 
 
 def test_config_defaults_and_overrides() -> None:

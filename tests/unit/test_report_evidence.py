@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from acceltrial.api.report import Report
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import CriterionEvidence, TrialStatus
-from acceltrial.cli.render import html_page, markdown
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.report import ReportInputs, update_report
+from acceltrial.pages.render import html_page, markdown
 from tests.unit.test_lifecycle import ORIGINAL, make_spec
 
 T0 = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)

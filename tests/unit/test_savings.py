@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from acceltrial.api.spec import EconomicsSpec, MigrationCost
-from acceltrial.cli.savings import WOULD_HAVE, payback_line, savings_lines
 from acceltrial.engine.economics import (
     UTILIZATION_BAND,
     Throughput,
@@ -17,6 +16,7 @@ from acceltrial.engine.economics import (
     replica_range,
     to_status,
 )
+from acceltrial.pages.savings import WOULD_HAVE, payback_line, savings_lines
 
 G5 = 1.006
 INF2_8X = 1.96786

@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from acceltrial import __version__
 from acceltrial.api.actions import ACTION_ANNOTATION as ACTION
 from acceltrial.api.crd import render_crd
 from acceltrial.cli.check import CheckOptions, add_check, run_check
-from acceltrial.cli.choices import CONTROL_PLANES
-from acceltrial.cli.demo import add_demo
+from acceltrial.cli.local import LOCAL_COMMANDS, LocalCommand, add_local, missing_local
 from acceltrial.cli.trials import (
     ACTIONS,
     CliError,
@@ -25,6 +23,10 @@ from acceltrial.cli.validate import validate_files
 
 
 def build_parser() -> argparse.ArgumentParser:
+    return _build_parser()[0]
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, LocalCommand]]:
     parser = argparse.ArgumentParser(
         prog="acceltrial",
         description="Trial a Neuron (Inferentia2/Trainium) variant of a model server beside its "
@@ -42,51 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     add_check(commands)
-    _add_sandbox(commands)
-    add_demo(commands)
+    local = add_local(commands)
     _add_trial_commands(commands)
-    return parser
-
-
-def _add_sandbox(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sandbox = commands.add_parser(
-        "sandbox", help="a local Kubernetes API server for trying the operator and for tests"
-    )
-    actions = sandbox.add_subparsers(dest="action", required=True, metavar="ACTION")
-    up = actions.add_parser(
-        "up",
-        help="serve a local cluster on a loopback port until interrupted",
-        description="Serve a local Kubernetes API server (discovery, CRDs with validation, "
-        "watches) on 127.0.0.1, write a kubeconfig for it and serve until Ctrl-C.",
-    )
-    up.add_argument("--port", type=int, default=8001, help="port on 127.0.0.1 (0: any free port)")
-    up.add_argument(
-        "--kubeconfig",
-        type=Path,
-        default=Path("sandbox.kubeconfig"),
-        metavar="FILE",
-        help="where to write the kubeconfig (default: ./sandbox.kubeconfig)",
-    )
-    up.add_argument(
-        "--topology",
-        type=Path,
-        metavar="FILE",
-        help="node groups to simulate (default: a g5 GPU and an inf2 Neuron node group)",
-    )
-    up.add_argument(
-        "--ready-delay",
-        type=float,
-        default=2.0,
-        metavar="SECONDS",
-        help="how long a scheduled pod takes to become Ready (default: 2; emulator only)",
-    )
-    up.add_argument(
-        "--control-plane",
-        choices=CONTROL_PLANES,
-        default="auto",
-        help="real: the upstream API server, controllers and etcd built by `make control-plane`; "
-        "emulator: the built-in one; auto (default): real when built, else the emulator",
-    )
+    return parser, local
 
 
 def _add_trial_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -131,29 +91,6 @@ def _trial_command(args: argparse.Namespace) -> int:
         return 130
 
 
-def _local(args: argparse.Namespace) -> int:
-    """The local cluster and the demo, loaded only when asked for: the trial commands (status,
-    report, check, ...) never load the sandbox or the simulated fleet."""
-    if args.command == "sandbox":
-        from acceltrial.cli.sandbox import SandboxOptions, sandbox_up  # noqa: PLC0415
-
-        options = SandboxOptions(
-            args.port, args.kubeconfig, args.topology, args.ready_delay, args.control_plane
-        )
-        return sandbox_up(options, sys.stdout)
-    from acceltrial.demo.runner import DemoOptions, run_demo  # noqa: PLC0415
-
-    demo = DemoOptions(
-        args.scenario,
-        args.speed,
-        args.result_file,
-        args.keep,
-        args.report_dir,
-        control_plane=args.control_plane,
-    )
-    return run_demo(demo, sys.stdout)
-
-
 def _offline(args: argparse.Namespace) -> int:
     if args.command == "crd":
         sys.stdout.write(render_crd())
@@ -169,13 +106,17 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser, local = _build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if missing_local(local, arguments, sys.stderr):
+        return 2
+    args = parser.parse_args(arguments)
     if args.command in ("crd", "validate"):
         return _offline(args)
     if args.command == "check":
         return _check(args)
-    if args.command in ("sandbox", "demo"):
-        return _local(args)
+    if args.command in LOCAL_COMMANDS:
+        return local[args.command].run(args)
     if args.command in ("status", "report", *ACTIONS):
         return _trial_command(args)
     return 2  # argparse rejects unknown commands before this

@@ -15,10 +15,10 @@ from kubernetes import client, config
 from acceltrial.api.actions import ACTION_ANNOTATION, USER_ACTIONS
 from acceltrial.api.report import UnreadableReport, read_report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
-from acceltrial.cli import progress_bar as progress
-from acceltrial.cli.render import html_page, markdown
 from acceltrial.engine.routing import share_text
 from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.pages import progress_bar as progress
+from acceltrial.pages.render import html_page, markdown
 
 ACTIONS = USER_ACTIONS
 MESSAGE_WIDTH = 80

@@ -1,0 +1,124 @@
+"""Serving a collector's metrics over HTTP, in Prometheus' classic text format, written here.
+
+prometheus_client's OpenMetrics output (which Prometheus asks for first) rewrites ``:`` in
+sample names to ``_``, so ``vllm:e2e_request_latency_seconds`` would be stored under another
+name, and its text output names every counter ``..._total``, which TGI's exporter does not. The
+writer below prints each family under the name its samples carry.
+
+Each accelerator exporter (one per node) gets its own endpoint, and with it the scrape job a
+ServiceMonitor would give it (:func:`serve_exporters`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from acceltrial_testbed.sandbox.fleet.accelerators import NodeExporter
+from acceltrial_testbed.sandbox.servicemonitor import EndpointTarget, ServiceMonitor, scrape_job
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class BareCounter(Metric):
+    """A counter whose samples carry its name as is, without a ``_total`` suffix (TGI's)."""
+
+    def __init__(self, name: str, documentation: str) -> None:
+        super().__init__(name, documentation, "counter")
+
+
+def exposition(families: Iterable[Metric]) -> str:
+    """The text format (version 0.0.4) of ``families``."""
+    lines: list[str] = []
+    for family in families:
+        name = _family_name(family)
+        documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        lines.append(f"# HELP {name} {documentation}")
+        lines.append(f"# TYPE {name} {family.type}")
+        for sample in family.samples:
+            where = _labels(tuple(sample.labels.items()))
+            stamp = "" if sample.timestamp is None else f" {round(float(sample.timestamp) * 1000)}"
+            lines.append(f"{sample.name}{where} {_number(sample.value)}{stamp}")
+    return "\n".join(lines) + "\n"
+
+
+def _family_name(family: Metric) -> str:
+    if family.type == "counter" and not isinstance(family, BareCounter):
+        return family.name + "_total"  # as prometheus_client's own text output names it
+    return family.name
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _labels(items: tuple[tuple[str, str], ...]) -> str:
+    # The same label sets come back every scrape: rendered once, a scrape of many pods stays
+    # well inside Prometheus' timeout.
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in items) + "}" if items else ""
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+@contextmanager
+def metrics_endpoint(collector: Collector) -> Iterator[str]:
+    """Serve ``collector`` at ``/metrics`` on a free loopback port; yield the base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = exposition(collector.collect()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass  # one line per scrape would drown the demo's output
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="fleet-metrics", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def serve_exporters(
+    exporters: Sequence[NodeExporter], stack: contextlib.ExitStack
+) -> list[dict[str, Any]]:
+    """Serve each node's accelerator exporter on its own endpoint (closed with ``stack``);
+    return the scrape jobs the Prometheus Operator would generate for their ServiceMonitors."""
+    targets: dict[str, list[EndpointTarget]] = {}
+    monitors: dict[str, ServiceMonitor] = {}
+    for exporter in exporters:
+        url = stack.enter_context(metrics_endpoint(exporter))
+        daemonset = exporter.daemonset
+        monitors[daemonset.name] = ServiceMonitor(
+            daemonset.namespace, daemonset.name, daemonset.port, exporter.options.honor_labels
+        )
+        targets.setdefault(daemonset.name, []).append(
+            EndpointTarget(
+                url.removeprefix("http://"), exporter.pod, exporter.node.name, daemonset.container
+            )
+        )
+    return [scrape_job(monitors[name], listed) for name, listed in targets.items()]

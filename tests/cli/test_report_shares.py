@@ -11,8 +11,8 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import CriterionResult, Decision, TrialStatus
 from acceltrial.cli.render import html_page, markdown
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.report import ReportInputs, update_report
+from acceltrial.engine.ticks import Measurement
 from tests.cli.test_report_pages import EXAMPLE, figures
 
 T0 = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)

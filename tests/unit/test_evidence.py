@@ -41,7 +41,8 @@ from acceltrial.engine.evidence import (
     record,
     shortfalls,
 )
-from acceltrial.engine.lifecycle import criteria_hash, decide, measurement_due
+from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.schedule import criteria_hash, measurement_due
 from acceltrial.engine.ticks import Measurement, Observation
 from acceltrial.engine.weighing import judge_window, pooled_failures
 

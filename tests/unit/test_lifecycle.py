@@ -31,8 +31,9 @@ from acceltrial.api.status import (
     original_routing,
 )
 from acceltrial.engine.analysis import RoundOutcome
-from acceltrial.engine.lifecycle import criteria_hash, decide, measurement_due, on_delete
+from acceltrial.engine.lifecycle import decide, on_delete
 from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.schedule import criteria_hash, measurement_due
 from acceltrial.engine.ticks import (
     Action,
     ClearUserAction,

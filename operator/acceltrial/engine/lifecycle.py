@@ -20,13 +20,9 @@ in ``status.original``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
 from typing import Literal
 
-from acceltrial.api.durations import duration_seconds
 from acceltrial.api.reasons import (
     ABORTED,
     API_REFUSED,
@@ -59,6 +55,14 @@ from acceltrial.engine.evidence import evidence_forecast, judged_on, record, sho
 from acceltrial.engine.promotion import promotion_replicas
 from acceltrial.engine.route_guard import route_guard
 from acceltrial.engine.routing import replica_share, replicas_for_share, share_text
+from acceltrial.engine.schedule import (
+    MEASURED_PHASES,
+    as_timedelta,
+    criteria_hash,
+    elapsed,
+    mirror_at,
+    requested_weight,
+)
 from acceltrial.engine.ticks import (
     Action,
     ClearUserAction,
@@ -83,54 +87,10 @@ EVIDENCE_EXPECTED = "EvidenceExpected"
 TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
 _PROGRESSING_PHASES = frozenset({"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"})
-_MEASURED_PHASES = frozenset({"Progressing", "Paused", "BakingIn"})
 _RECONCILING_PHASES = frozenset({*_PROGRESSING_PHASES, "RollingBack"})
 """Phases the operator moves on from by itself: kstatus' Reconciling."""
 _STALLED_PHASES = frozenset({"RolledBack", "Failed", "Aborted"})
 """Phases only a person can move on from (a new trial): kstatus' Stalled."""
-
-
-def criteria_hash(spec: TrialSpec) -> str:
-    """Hash of what is frozen at the start: the steps and the analysis."""
-    frozen = {
-        # Unset fields (a step's mirror) are left out, so trials started before they existed
-        # keep their hash.
-        "steps": [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in spec.steps],
-        "analysis": spec.analysis.model_dump(mode="json", by_alias=True),
-    }
-    return hashlib.sha256(json.dumps(frozen, sort_keys=True).encode()).hexdigest()
-
-
-def requested_weight(status: TrialStatus) -> int:
-    """The weight the trial asks the router for now (``status.requestedWeight``; on a status
-    written before it existed, ``canaryWeight``, which then held it)."""
-    if status.requested_weight is not None:
-        return status.requested_weight
-    return status.canary_weight or 0
-
-
-def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
-    """The percentage of requests the trial copies to the candidate now: a mirror step's, while
-    the trial is at that step before promotion; 0 otherwise."""
-    if status.phase not in ("Progressing", "Paused") or not status.step:
-        return 0
-    if requested_weight(status):
-        return 0
-    return spec.steps[status.step - 1].mirrored if status.step <= len(spec.steps) else 0
-
-
-def measurement_due(
-    spec: TrialSpec, status: TrialStatus, now: datetime, share: int | None = None
-) -> bool:
-    """Whether a measurement should be taken now (one ``analysis.interval`` after the last);
-    never when the router reads a ``share`` other than ``status.canaryWeight``: the window
-    would straddle the change, and the step counts from it (see ``_follow_share``)."""
-    if status.phase not in _MEASURED_PHASES or not status.step or status.step_started_at is None:
-        return False
-    if share is not None and share != status.canary_weight:
-        return False
-    since = max(status.step_started_at, status.last_measurement_at or status.step_started_at)
-    return now >= since + _seconds(spec.analysis.interval)
 
 
 def decide(spec: TrialSpec, status: TrialStatus, observation: Observation) -> TickResult:
@@ -210,7 +170,7 @@ class _Tick:
             return
         if route_guard(self, phase):
             return
-        if phase in _MEASURED_PHASES:
+        if phase in MEASURED_PHASES:
             self._follow_share()
         handlers = {
             "Pending": self._pending,
@@ -297,7 +257,7 @@ class _Tick:
     def _await_preflight(self) -> None:
         reason = "; ".join(self.obs.preflight_waits)
         started = self.status.started_at or self.obs.now
-        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
+        if elapsed(started, self.spec.progress_deadline, self.obs.now):
             why = f"preflight failed after waiting {self.spec.progress_deadline}: {reason}"
             self._update(decision=self._decision("none", PREFLIGHT_TIMED_OUT, why))
             self._enter("Failed", f"{why}; nothing was changed")
@@ -343,8 +303,7 @@ class _Tick:
             self._start_step(1)
             return
         started = self.status.step_started_at or self.obs.now
-        deadline = started + _seconds(self.spec.progress_deadline)
-        if self.obs.now >= deadline:
+        if elapsed(started, self.spec.progress_deadline, self.obs.now):
             self._roll_back(
                 "rollback",
                 CANDIDATE_NOT_AVAILABLE,
@@ -401,7 +360,7 @@ class _Tick:
     def _scale_up(self, promotion: PromotionStatus) -> None:
         """Scale (again: idempotent) and wait for the replicas, within the progress deadline."""
         started = self.status.step_started_at or self.obs.now
-        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
+        if elapsed(started, self.spec.progress_deadline, self.obs.now):
             self._roll_back(
                 "rollback",
                 CANDIDATE_NOT_SCALED,
@@ -424,7 +383,7 @@ class _Tick:
             return
         self._keep_weight()
         started = self.status.step_started_at or self.obs.now
-        baked = self.obs.now >= started + _seconds(self.spec.promotion.bake_time)
+        baked = elapsed(started, self.spec.promotion.bake_time, self.obs.now)
         ready = baked and (self._bake_needs_no_analysis() or self._latest_passed())
         if not handed_over and ready and not self._enough_evidence():
             return
@@ -515,7 +474,7 @@ class _Tick:
         if available >= wanted:
             return True
         started = self.status.step_started_at or self.obs.now
-        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
+        if elapsed(started, self.spec.progress_deadline, self.obs.now):
             self._roll_back(
                 "rollback",
                 CANDIDATE_NOT_SCALED,
@@ -528,7 +487,7 @@ class _Tick:
     def _step_passed(self) -> bool:
         started = self.status.step_started_at or self.obs.now
         step = self.spec.steps[(self.status.step or 1) - 1]
-        return self.obs.now >= started + _seconds(step.duration) and self._latest_passed()
+        return elapsed(started, step.duration, self.obs.now) and self._latest_passed()
 
     def _latest_passed(self) -> bool:
         """The latest measurement saw no harm: it passed, or was thin (too few requests to
@@ -557,7 +516,9 @@ class _Tick:
         return False
 
     def _bake_needs_no_analysis(self) -> bool:
-        return _seconds(self.spec.promotion.bake_time) < _seconds(self.spec.analysis.interval)
+        return as_timedelta(self.spec.promotion.bake_time) < as_timedelta(
+            self.spec.analysis.interval
+        )
 
     # -- transitions -----------------------------------------------------------------------
 
@@ -744,7 +705,3 @@ class _Tick:
 
 def _replicas(count: int) -> str:
     return "1 replica" if count == 1 else f"{count} replicas"
-
-
-def _seconds(duration: str) -> timedelta:
-    return timedelta(seconds=duration_seconds(duration))

@@ -21,10 +21,10 @@ from acceltrial.api.status import HpaOriginal, OriginalRouting, TrialStatus
 from acceltrial.engine.candidate import TrialRef, candidate_labels
 from acceltrial.engine.capacity import CapacityFinding
 from acceltrial.engine.compile_gate import CompileJobState
-from acceltrial.engine.lifecycle import measurement_due, mirror_at, requested_weight
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.preflight import available, available_replicas
 from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.schedule import measurement_due, mirror_at, requested_weight
 from acceltrial.engine.ticks import Action, Measurement, Observation
 from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting

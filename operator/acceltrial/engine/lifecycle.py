@@ -50,7 +50,13 @@ from acceltrial.api.status import (
 )
 from acceltrial.engine.analysis import StepStatus, assess, tally
 from acceltrial.engine.compile_gate import compile_gate
-from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
+from acceltrial.engine.conditions import (
+    SPEC_CHANGE_REJECTED,
+    ConditionStatus,
+    phase_conditions,
+    remove_condition,
+    set_condition,
+)
 from acceltrial.engine.evidence import evidence_forecast, judged_on, record, shortfalls
 from acceltrial.engine.promotion import promotion_replicas
 from acceltrial.engine.route_guard import route_guard
@@ -85,12 +91,6 @@ RECENT_RESULTS = 64
 EVIDENCE_EXPECTED = "EvidenceExpected"
 """Condition: whether the steps can bring the candidate the requests its promotion needs."""
 TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
-SPEC_CHANGE_REJECTED = "SpecChangeRejected"
-_PROGRESSING_PHASES = frozenset({"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"})
-_RECONCILING_PHASES = frozenset({*_PROGRESSING_PHASES, "RollingBack"})
-"""Phases the operator moves on from by itself: kstatus' Reconciling."""
-_STALLED_PHASES = frozenset({"RolledBack", "Failed", "Aborted"})
-"""Phases only a person can move on from (a new trial): kstatus' Stalled."""
 
 
 def decide(spec: TrialSpec, status: TrialStatus, observation: Observation) -> TickResult:
@@ -141,7 +141,8 @@ class _Tick:
             else:
                 self._update(conditions=remove_condition(self._conditions(), SPEC_CHANGE_REJECTED))
                 self._step(phase)
-        self._update(conditions=self._phase_conditions(), observed_generation=self.obs.generation)
+        conditions = phase_conditions(self.status, self.obs.generation, self.obs.now)
+        self._update(conditions=conditions, observed_generation=self.obs.generation)
         self._write_route_once()
         return TickResult(self.status, tuple(self.actions), tuple(self.events))
 
@@ -607,7 +608,9 @@ class _Tick:
         )
         if self.obs.action == "abort":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
-        conditions = self._condition(self._conditions(), SPEC_CHANGE_REJECTED, "True", message)
+        conditions = self._condition(
+            self._conditions(), SPEC_CHANGE_REJECTED, "True", message, SPEC_CHANGE_REJECTED
+        )
         self._update(conditions=conditions)
 
     def _enter(self, phase: Phase, message: str) -> None:
@@ -643,10 +646,8 @@ class _Tick:
         type_: str,
         status: ConditionStatus,
         message: str,
-        reason: str | None = None,
+        reason: str,
     ) -> list[Condition]:
-        if reason is None:
-            reason = type_ if type_ == SPEC_CHANGE_REJECTED else (self.status.phase or "Pending")
         return set_condition(
             conditions,
             type_=type_,
@@ -656,51 +657,6 @@ class _Tick:
             generation=self.obs.generation,
             now=self.obs.now,
         )
-
-    def _phase_conditions(self) -> list[Condition]:
-        phase = self.status.phase or "Pending"
-        message = self.status.message or ""
-        conditions = self._conditions()
-        ready: ConditionStatus = "True" if phase == "Promoted" else "False"
-        conditions = self._condition(conditions, "Ready", ready, message)
-        progressing: ConditionStatus = "True" if phase in _PROGRESSING_PHASES else "False"
-        conditions = self._condition(conditions, "Progressing", progressing, message)
-        if phase in _STALLED_PHASES:
-            decided = self.status.decision.reason if self.status.decision else message
-            conditions = self._condition(conditions, "Degraded", "True", decided)
-        else:
-            conditions = remove_condition(conditions, "Degraded")
-        return self._kstatus_conditions(conditions)
-
-    def _kstatus_conditions(self, conditions: list[Condition]) -> list[Condition]:
-        """Reconciling while the operator moves the trial on by itself, Stalled while only a
-        person can; otherwise neither (kstatus reads an absent condition as False, and then
-        Ready). A person's pause and a wait for approval are neither: kstatus reads them from
-        Ready=False as InProgress, since the trial has not reached its outcome and nothing is
-        wrong with it."""
-        phase = self.status.phase or "Pending"
-        stalled = self._stalled(conditions)
-        if stalled is not None:
-            reason, message = stalled
-            conditions = remove_condition(conditions, "Reconciling")
-            return self._condition(conditions, "Stalled", "True", message, reason)
-        conditions = remove_condition(conditions, "Stalled")
-        if phase in _RECONCILING_PHASES:
-            return self._condition(conditions, "Reconciling", "True", self.status.message or "")
-        return remove_condition(conditions, "Reconciling")
-
-    def _stalled(self, conditions: list[Condition]) -> tuple[str, str] | None:
-        """(reason, message) when the trial cannot go on without a person, else None."""
-        phase = self.status.phase or "Pending"
-        message = self.status.message or ""
-        if phase in _STALLED_PHASES:
-            return phase, self.status.decision.reason if self.status.decision else message
-        if phase == "Paused" and self.status.pause_reason in ("Inconclusive", "RouteChanged"):
-            return self.status.pause_reason, message
-        held = next((c for c in conditions if c.type == SPEC_CHANGE_REJECTED), None)
-        if held is not None and held.status == "True" and phase != "RollingBack":
-            return SPEC_CHANGE_REJECTED, held.message
-        return None
 
 
 def _replicas(count: int) -> str:

@@ -41,8 +41,8 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
     AnalysisCounts,
-    Condition,
     Decision,
+    PauseReason,
     Phase,
     PromotionStatus,
     ReplicasOriginal,
@@ -59,7 +59,7 @@ from acceltrial.engine.conditions import (
 )
 from acceltrial.engine.evidence import evidence_forecast, judged_on, record, shortfalls
 from acceltrial.engine.promotion import promotion_replicas
-from acceltrial.engine.route_guard import route_guard
+from acceltrial.engine.route_guard import ROUTE_CHANGED, route_guard
 from acceltrial.engine.routing import replica_share, replicas_for_share, share_text
 from acceltrial.engine.schedule import (
     MEASURED_PHASES,
@@ -85,6 +85,7 @@ from acceltrial.engine.ticks import (
     SetWeight,
     TickResult,
 )
+from acceltrial.engine.verdict import GateVerdict
 from acceltrial.engine.weighing import pooled_failures
 
 RECENT_RESULTS = 64
@@ -139,7 +140,7 @@ class _Tick:
             if phase != "RollingBack" and self._spec_changed():
                 self._hold_for_spec_change()
             else:
-                self._update(conditions=remove_condition(self._conditions(), SPEC_CHANGE_REJECTED))
+                self._remove_condition(SPEC_CHANGE_REJECTED)
                 self._step(phase)
         conditions = phase_conditions(self.status, self.obs.generation, self.obs.now)
         self._update(conditions=conditions, observed_generation=self.obs.generation)
@@ -169,7 +170,7 @@ class _Tick:
         if self.obs.action == "abort" and phase != "RollingBack":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
             return
-        if route_guard(self, phase):
+        if not self._guard_route(phase):
             return
         if phase in MEASURED_PHASES:
             self._follow_share()
@@ -183,6 +184,15 @@ class _Tick:
             "RollingBack": self._rolling_back,
         }
         handlers[phase]()
+
+    def _guard_route(self, phase: Phase) -> bool:
+        """Apply engine/route_guard.py's verdict; False when it ended the tick's work."""
+        verdict = route_guard(phase, self.status.pause_reason, self.obs)
+        if verdict.conflict_gone:
+            self._remove_condition(ROUTE_CHANGED)
+        elif verdict.route_changed is not None:
+            self._set_condition(ROUTE_CHANGED, "True", verdict.route_changed, ROUTE_CHANGED)
+        return self._obey(verdict)
 
     def _refused(self, phase: Phase, refusal: str) -> None:
         reason = f"the API server refused a request (retrying cannot help): {refusal}"
@@ -224,22 +234,17 @@ class _Tick:
         its promotion will need at today's traffic: condition EvidenceExpected (a warning; the
         trial still starts)."""
         rate = self.obs.baseline_request_rate
-        known = any(c.type == EVIDENCE_EXPECTED for c in self._conditions())
+        known = any(c.type == EVIDENCE_EXPECTED for c in self.status.conditions or [])
         if rate is None or known:
             return
         short = evidence_forecast(self.spec, rate)
         if short:
             message = "; ".join(short)
             self.events.append(Event("Warning", TOO_LITTLE_TRAFFIC, message))
-            conditions = self._condition(
-                self._conditions(), EVIDENCE_EXPECTED, "False", message, TOO_LITTLE_TRAFFIC
-            )
+            self._set_condition(EVIDENCE_EXPECTED, "False", message, TOO_LITTLE_TRAFFIC)
         else:
             said = f"at {rate:.3g} requests/s the steps and the bake can bring what it needs"
-            conditions = self._condition(
-                self._conditions(), EVIDENCE_EXPECTED, "True", said, "EnoughTraffic"
-            )
-        self._update(conditions=conditions)
+            self._set_condition(EVIDENCE_EXPECTED, "True", said, "EnoughTraffic")
 
     def _compiled(self) -> bool:
         """The compile gate (engine/compile_gate.py): False while the compile Job runs or when
@@ -576,11 +581,15 @@ class _Tick:
         self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
         self._enter("Promoting", "promoting: the candidate is scaled for all traffic")
 
-    def _pause(
-        self,
-        why: Literal["User", "Inconclusive", "AwaitingApproval", "RouteChanged"],
-        text: str,
-    ) -> None:
+    def _obey(self, verdict: GateVerdict) -> bool:
+        """Apply a gate's verdict (engine/verdict.py); True when the tick's work goes on."""
+        if verdict.roll_back is not None:
+            self._roll_back("rollback", verdict.roll_back, verdict.message)
+        elif verdict.pause is not None:
+            self._pause(verdict.pause, verdict.message)
+        return verdict.passed
+
+    def _pause(self, why: PauseReason, text: str) -> None:
         self._update(pause_reason=why)
         self._enter("Paused", text)
 
@@ -608,10 +617,7 @@ class _Tick:
         )
         if self.obs.action == "abort":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
-        conditions = self._condition(
-            self._conditions(), SPEC_CHANGE_REJECTED, "True", message, SPEC_CHANGE_REJECTED
-        )
-        self._update(conditions=conditions)
+        self._set_condition(SPEC_CHANGE_REJECTED, "True", message, SPEC_CHANGE_REJECTED)
 
     def _enter(self, phase: Phase, message: str) -> None:
         if phase != self.status.phase:
@@ -637,19 +643,11 @@ class _Tick:
         frozen = self.status.criteria_hash
         return frozen is not None and frozen != criteria_hash(self.spec)
 
-    def _conditions(self) -> list[Condition]:
-        return list(self.status.conditions or [])
-
-    def _condition(
-        self,
-        conditions: list[Condition],
-        type_: str,
-        status: ConditionStatus,
-        message: str,
-        reason: str,
-    ) -> list[Condition]:
-        return set_condition(
-            conditions,
+    def _set_condition(
+        self, type_: str, status: ConditionStatus, message: str, reason: str
+    ) -> None:
+        conditions = set_condition(
+            self.status.conditions or [],
             type_=type_,
             status=status,
             reason=reason,
@@ -657,6 +655,10 @@ class _Tick:
             generation=self.obs.generation,
             now=self.obs.now,
         )
+        self._update(conditions=conditions)
+
+    def _remove_condition(self, type_: str) -> None:
+        self._update(conditions=remove_condition(self.status.conditions or [], type_))
 
 
 def _replicas(count: int) -> str:

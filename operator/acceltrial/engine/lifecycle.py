@@ -16,6 +16,10 @@ exceeds the current step's before promotion (``status.canaryWeight`` is the shar
 really gives: for the replicas router, whole pods); a step advances only after a passing
 measurement of that step (or a person's explicit promote); rollback restores the routing recorded
 in ``status.original``.
+
+The rules it follows live beside it and only judge: the gates (engine/gates.py) and the route
+guard (engine/route_guard.py) return verdicts that ``_Tick`` applies. What a tick exchanges with
+the handlers is engine/ticks.py's; where a trial stands on its steps, engine/schedule.py's.
 """
 
 from __future__ import annotations
@@ -23,20 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from acceltrial.api.reasons import (
-    ABORTED,
-    API_REFUSED,
-    CANDIDATE_NOT_AVAILABLE,
-    CANDIDATE_NOT_SCALED,
-    COMPILE_FAILED,
-    CRITERION_FAILED,
-    INCONCLUSIVE,
-    MEASUREMENT_ERRORED,
-    PREFLIGHT_FAILED,
-    PREFLIGHT_TIMED_OUT,
-    PROMOTED,
-    ReasonCode,
-)
+from acceltrial.api.reasons import ABORTED, PROMOTED, ReasonCode
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
@@ -48,8 +39,6 @@ from acceltrial.api.status import (
     ReplicasOriginal,
     TrialStatus,
 )
-from acceltrial.engine.analysis import StepStatus, assess, tally
-from acceltrial.engine.compile_gate import compile_gate
 from acceltrial.engine.conditions import (
     SPEC_CHANGE_REJECTED,
     ConditionStatus,
@@ -57,18 +46,22 @@ from acceltrial.engine.conditions import (
     remove_condition,
     set_condition,
 )
-from acceltrial.engine.evidence import evidence_forecast, judged_on, record, shortfalls
+from acceltrial.engine.evidence import evidence_forecast, judged_on
+from acceltrial.engine.gates import (
+    api_refusal,
+    baked,
+    candidate_deployed,
+    candidate_scaled,
+    compiled,
+    enough_evidence,
+    measurement_recorded,
+    preflight_cleared,
+    step_served,
+)
 from acceltrial.engine.promotion import promotion_replicas
 from acceltrial.engine.route_guard import ROUTE_CHANGED, route_guard
-from acceltrial.engine.routing import replica_share, replicas_for_share, share_text
-from acceltrial.engine.schedule import (
-    MEASURED_PHASES,
-    as_timedelta,
-    criteria_hash,
-    elapsed,
-    mirror_at,
-    requested_weight,
-)
+from acceltrial.engine.routing import replica_share, share_text
+from acceltrial.engine.schedule import MEASURED_PHASES, criteria_hash, mirror_at, requested_weight
 from acceltrial.engine.ticks import (
     Action,
     ClearUserAction,
@@ -81,14 +74,11 @@ from acceltrial.engine.ticks import (
     RestoreRouting,
     RetargetAutoscaler,
     ScaleBaselineToZero,
-    ScaleCandidate,
     SetWeight,
     TickResult,
 )
 from acceltrial.engine.verdict import GateVerdict
-from acceltrial.engine.weighing import pooled_failures
 
-RECENT_RESULTS = 64
 EVIDENCE_EXPECTED = "EvidenceExpected"
 """Condition: whether the steps can bring the candidate the requests its promotion needs."""
 TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
@@ -164,8 +154,7 @@ class _Tick:
     # -- phases ----------------------------------------------------------------------------
 
     def _step(self, phase: Phase) -> None:
-        if self.obs.refused is not None and phase != "RollingBack":
-            self._refused(phase, self.obs.refused)
+        if not self._obey(api_refusal(phase, self.obs)):
             return
         if self.obs.action == "abort" and phase != "RollingBack":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
@@ -194,36 +183,19 @@ class _Tick:
             self._set_condition(ROUTE_CHANGED, "True", verdict.route_changed, ROUTE_CHANGED)
         return self._obey(verdict)
 
-    def _refused(self, phase: Phase, refusal: str) -> None:
-        reason = f"the API server refused a request (retrying cannot help): {refusal}"
-        if phase in ("Pending", "Preflight"):
-            # Nothing was routed yet; a candidate half-created by the refused tick goes.
-            self.actions.append(RemoveCandidate())
-            self._update(decision=self._decision("none", API_REFUSED, reason))
-            self._enter("Failed", f"{reason}; routing was never changed")
-        else:
-            self._roll_back("rollback", API_REFUSED, reason)
-
     def _pending(self) -> None:
         self._update(criteria_hash=criteria_hash(self.spec), started_at=self.obs.now)
         self._enter("Preflight", "checking that the trial can start")
 
     def _preflight(self) -> None:
-        if self.obs.preflight_problems:
-            reason = "; ".join(self.obs.preflight_problems)
-            self._update(
-                decision=self._decision("none", PREFLIGHT_FAILED, f"preflight failed: {reason}")
-            )
-            self._enter("Failed", f"preflight failed, nothing was changed: {reason}")
-            return
-        if self.obs.preflight_waits:
-            self._await_preflight()
+        if not self._obey(preflight_cleared(self.spec, self.status, self.obs)):
             return
         # The routing as found is recorded before a compile Job runs: the trial's record of
         # what it must leave as it was, whatever the compile's outcome.
         self._update(original=self.status.original or self.obs.routing)
         self._forecast_evidence()
-        if not self._compiled():
+        self.status, verdict = compiled(self.spec, self.status, self.obs)
+        if not self._obey(verdict):
             return
         self._update(step=0, canary_weight=0, requested_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
@@ -246,30 +218,6 @@ class _Tick:
             said = f"at {rate:.3g} requests/s the steps and the bake can bring what it needs"
             self._set_condition(EVIDENCE_EXPECTED, "True", said, "EnoughTraffic")
 
-    def _compiled(self) -> bool:
-        """The compile gate (engine/compile_gate.py): False while the compile Job runs or when
-        it failed (the trial then ends Failed, the candidate never created)."""
-        gate = compile_gate(self.spec, self.status.compile, self.obs.compile_job, self.obs.now)
-        if gate.status is not None:
-            self._update(compile=gate.status)
-        self.actions += gate.actions
-        if gate.verdict == "fail":
-            self._update(decision=self._decision("none", COMPILE_FAILED, gate.message))
-            self._enter("Failed", f"{gate.message}; the candidate was never created")
-        elif gate.verdict == "wait":
-            self._enter("Preflight", gate.message)
-        return gate.verdict == "proceed"
-
-    def _await_preflight(self) -> None:
-        reason = "; ".join(self.obs.preflight_waits)
-        started = self.status.started_at or self.obs.now
-        if elapsed(started, self.spec.progress_deadline, self.obs.now):
-            why = f"preflight failed after waiting {self.spec.progress_deadline}: {reason}"
-            self._update(decision=self._decision("none", PREFLIGHT_TIMED_OUT, why))
-            self._enter("Failed", f"{why}; nothing was changed")
-        else:
-            self._enter("Preflight", f"waiting before anything changes: {reason}")
-
     def _progressing(self) -> None:
         if self.status.step == 0:
             self._await_candidate()
@@ -281,7 +229,9 @@ class _Tick:
         self._keep_weight()
         if self.obs.action == "pause":
             self._pause("User", "paused by a person")
-        elif self.obs.action == "promote" or (self._step_pods_ready() and self._step_passed()):
+        elif self.obs.action == "promote" or self._obey(
+            step_served(self.spec, self.status, self.obs)
+        ):
             self._advance()
 
     def _advance_already_routed(self) -> bool:
@@ -305,16 +255,8 @@ class _Tick:
         return True
 
     def _await_candidate(self) -> None:
-        if self.obs.candidate_available:
+        if self._obey(candidate_deployed(self.spec, self.status, self.obs)):
             self._start_step(1)
-            return
-        started = self.status.step_started_at or self.obs.now
-        if elapsed(started, self.spec.progress_deadline, self.obs.now):
-            self._roll_back(
-                "rollback",
-                CANDIDATE_NOT_AVAILABLE,
-                f"the candidate was not Available within {self.spec.progress_deadline}",
-            )
 
     def _paused(self) -> None:
         if not self._judge_measurement():
@@ -322,7 +264,7 @@ class _Tick:
         self._keep_weight()
         awaiting = self.status.pause_reason == "AwaitingApproval"
         if awaiting and self.obs.action in ("approve", "promote"):
-            if self._enough_evidence():
+            if self._obey(enough_evidence(self.spec, self.status)):
                 self._promote()
         elif not awaiting and self.obs.action == "resume":
             counts = self.status.counts or AnalysisCounts()
@@ -343,8 +285,7 @@ class _Tick:
             )
             promotion = PromotionStatus(replicas=replicas, reason=why)
             self._update(promotion=promotion, step_started_at=self.obs.now)
-        if self.obs.candidate_available_replicas < promotion.replicas:
-            self._scale_up(promotion)
+        if not self._obey(candidate_scaled(self.spec, self.status, promotion, self.obs)):
             return
         self.actions.append(SetWeight(100))
         # Never scaled down: the replicas router's last step may have run more pods.
@@ -363,24 +304,6 @@ class _Tick:
             f"{self.spec.promotion.bake_time}",
         )
 
-    def _scale_up(self, promotion: PromotionStatus) -> None:
-        """Scale (again: idempotent) and wait for the replicas, within the progress deadline."""
-        started = self.status.step_started_at or self.obs.now
-        if elapsed(started, self.spec.progress_deadline, self.obs.now):
-            self._roll_back(
-                "rollback",
-                CANDIDATE_NOT_SCALED,
-                f"the candidate did not reach {promotion.replicas} Available replicas within "
-                f"{self.spec.progress_deadline} ({self.obs.candidate_available_replicas} were)",
-            )
-            return
-        self.actions.append(ScaleCandidate(promotion.replicas))
-        self._enter(
-            "Promoting",
-            f"scaling the candidate to {promotion.replicas} replicas before it takes all "
-            f"traffic ({promotion.reason}); {self.obs.candidate_available_replicas} Available",
-        )
-
     def _baking(self) -> None:
         # A promotion whose status write was lost: finish it, never judge (the baseline may
         # already be at zero, with nothing to measure) nor roll back a handed-over candidate.
@@ -388,10 +311,8 @@ class _Tick:
         if not handed_over and not self._judge_measurement():
             return
         self._keep_weight()
-        started = self.status.step_started_at or self.obs.now
-        baked = elapsed(started, self.spec.promotion.bake_time, self.obs.now)
-        ready = baked and (self._bake_needs_no_analysis() or self._latest_passed())
-        if not handed_over and ready and not self._enough_evidence():
+        ready = baked(self.spec, self.status, self.obs.now)
+        if not handed_over and ready and not self._obey(enough_evidence(self.spec, self.status)):
             return
         if handed_over or ready:
             # Handed over first: from then on nothing the trial leaves behind can remove it.
@@ -426,105 +347,15 @@ class _Tick:
         )
         self._enter(final, said)
 
-    # -- analysis --------------------------------------------------------------------------
-
     def _judge_measurement(self) -> bool:
         """Record this tick's measurement; False when it ended the step (rollback or pause)."""
         measurement = self.obs.measurement
         if measurement is None:
             return True
-        counts = tally(self.status.counts or AnalysisCounts(), measurement.outcome)
-        recent = [*(self.status.analysis or []), *measurement.results][-RECENT_RESULTS:]
-        evidence = record(self.status.evidence or [], measurement.results)
-        self._update(
-            counts=counts, analysis=recent, evidence=evidence, last_measurement_at=self.obs.now
+        self.status, verdict = measurement_recorded(
+            self.spec, self.status, measurement, self.obs.now
         )
-        if measurement.economics is not None:
-            self._update(economics=measurement.economics)
-        verdict: StepStatus = assess(counts, self.spec.analysis)
-        mirror = mirror_at(self.spec, self.status)
-        share = share_text(self.status.canary_weight or 0, requested_weight(self.status))
-        where = (
-            f"at step {self.status.step} ({mirror}% of requests mirrored, no user served)"
-            if mirror
-            else f"at {share}"
-        )
-        if verdict in ("Failed", "Errored"):
-            code: ReasonCode = CRITERION_FAILED if verdict == "Failed" else MEASUREMENT_ERRORED
-            self._roll_back("rollback", code, f"{measurement.reason} {where}")
-            return False
-        if verdict == "Inconclusive" and self.status.phase != "Paused":
-            if self.spec.analysis.on_inconclusive == "rollback":
-                self._roll_back(
-                    "rollback", INCONCLUSIVE, f"inconclusive: {measurement.reason} {where}"
-                )
-            else:
-                why = f"too many inconclusive measurements: {measurement.reason} {where}"
-                self._pause("Inconclusive", why)
-            return False
-        return True
-
-    def _step_pods_ready(self) -> bool:
-        """Whether the step runs at the share it asked for. The replicas router gives a share
-        by the candidate's pods: a step whose pods are not all Available yet runs at a smaller
-        share, and passing it would judge 50% on what 33% showed (as a replica-based canary
-        waits for its pods before a step counts). Pods that do not come within
-        ``progressDeadline`` of the step's last share change roll the trial back."""
-        original = self.status.original
-        if not isinstance(original, ReplicasOriginal) or not original.baseline_replicas:
-            return True
-        step_number = self.status.step or 1
-        step = self.spec.steps[step_number - 1]
-        wanted = replicas_for_share(original.baseline_replicas, step.share)
-        available = self.obs.candidate_available_replicas
-        if available >= wanted:
-            return True
-        started = self.status.step_started_at or self.obs.now
-        if elapsed(started, self.spec.progress_deadline, self.obs.now):
-            self._roll_back(
-                "rollback",
-                CANDIDATE_NOT_SCALED,
-                f"the candidate did not reach the {wanted} Available replicas step "
-                f"{step_number}'s {step.share}% needs within {self.spec.progress_deadline} "
-                f"({available} were)",
-            )
-        return False
-
-    def _step_passed(self) -> bool:
-        started = self.status.step_started_at or self.obs.now
-        step = self.spec.steps[(self.status.step or 1) - 1]
-        return elapsed(started, step.duration, self.obs.now) and self._latest_passed()
-
-    def _latest_passed(self) -> bool:
-        """The latest measurement saw no harm: it passed, or was thin (too few requests to
-        judge; the promotion then asks for the evidence all windows add up to)."""
-        counts = self.status.counts
-        return counts is not None and counts.last_outcome in ("Pass", "Thin")
-
-    def _enough_evidence(self) -> bool:
-        """The promotion's evidence rule (engine/evidence.py): a criterion never judged on
-        enough requests in one step is judged on all its windows pooled, and rolls back when
-        that fails; when its requests fall short, the trial is Inconclusive and
-        ``onInconclusive`` applies."""
-        evidence = self.status.evidence or []
-        failed = pooled_failures(self.spec.analysis.criteria, evidence, self.spec.analysis.alpha)
-        if failed:
-            self._roll_back("rollback", CRITERION_FAILED, "; ".join(failed) + " (the promotion)")
-            return False
-        short = shortfalls(self.spec.analysis.criteria, evidence)
-        if not short:
-            return True
-        why = "not enough evidence to promote: " + "; ".join(short)
-        if self.spec.analysis.on_inconclusive == "rollback":
-            self._roll_back("rollback", INCONCLUSIVE, why)
-        elif self.status.phase != "Paused" or self.status.pause_reason != "Inconclusive":
-            self._pause("Inconclusive", f"{why}; resume once more traffic has been judged")
-        return False
-
-    def _bake_needs_no_analysis(self) -> bool:
-        return as_timedelta(self.spec.promotion.bake_time) < as_timedelta(
-            self.spec.analysis.interval
-        )
+        return self._obey(verdict)
 
     # -- transitions -----------------------------------------------------------------------
 
@@ -583,10 +414,16 @@ class _Tick:
 
     def _obey(self, verdict: GateVerdict) -> bool:
         """Apply a gate's verdict (engine/verdict.py); True when the tick's work goes on."""
+        self.actions += verdict.actions
         if verdict.roll_back is not None:
-            self._roll_back("rollback", verdict.roll_back, verdict.message)
+            self._roll_back("rollback", verdict.roll_back, verdict.reason)
+        elif verdict.fail is not None:
+            self._update(decision=self._decision("none", verdict.fail, verdict.reason))
+            self._enter("Failed", verdict.message)
         elif verdict.pause is not None:
             self._pause(verdict.pause, verdict.message)
+        elif verdict.message:
+            self._update(message=verdict.message)  # what the trial waits for
         return verdict.passed
 
     def _pause(self, why: PauseReason, text: str) -> None:

@@ -41,7 +41,7 @@ def route_guard(
         return RouteVerdict(passed=True, conflict_gone=gone)
     if refused is not None:
         reason = f"the gateway does not accept the route: {refused}"
-        return RouteVerdict(message=reason, roll_back=ROUTE_REFUSED, conflict_gone=gone)
+        return RouteVerdict(roll_back=ROUTE_REFUSED, reason=reason, conflict_gone=gone)
     if conflict is None:
         return RouteVerdict(passed=True, conflict_gone=True)
     message = f"{conflict}; nothing more is written. Resolve it and resume, or abort."

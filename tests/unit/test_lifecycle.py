@@ -31,7 +31,7 @@ from acceltrial.api.status import (
     original_routing,
 )
 from acceltrial.engine.analysis import RoundOutcome
-from acceltrial.engine.lifecycle import decide, on_delete
+from acceltrial.engine.lifecycle import decide
 from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.schedule import criteria_hash, measurement_due
 from acceltrial.engine.ticks import (
@@ -50,6 +50,7 @@ from acceltrial.engine.ticks import (
     SetWeight,
     TickResult,
 )
+from acceltrial.engine.undo import on_delete
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ORIGINAL = original_routing(

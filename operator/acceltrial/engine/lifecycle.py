@@ -19,7 +19,8 @@ in ``status.original``.
 
 The rules it follows live beside it and only judge: the gates (engine/gates.py) and the route
 guard (engine/route_guard.py) return verdicts that ``_Tick`` applies. What a tick exchanges with
-the handlers is engine/ticks.py's; where a trial stands on its steps, engine/schedule.py's.
+the handlers is engine/ticks.py's; where a trial stands on its steps, engine/schedule.py's; what
+undoes a trial, engine/undo.py's.
 """
 
 from __future__ import annotations
@@ -69,14 +70,13 @@ from acceltrial.engine.ticks import (
     Event,
     HandOverCandidate,
     Observation,
-    RemoveCandidate,
-    RestoreAutoscaler,
     RestoreRouting,
     RetargetAutoscaler,
     ScaleBaselineToZero,
     SetWeight,
     TickResult,
 )
+from acceltrial.engine.undo import undo
 from acceltrial.engine.verdict import GateVerdict
 
 EVIDENCE_EXPECTED = "EvidenceExpected"
@@ -87,28 +87,6 @@ TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
 def decide(spec: TrialSpec, status: TrialStatus, observation: Observation) -> TickResult:
     """The next status and actions for one tick."""
     return _Tick(spec, status, observation).run()
-
-
-def on_delete(status: TrialStatus, candidate_handed_over: bool) -> tuple[Action, ...]:
-    """Actions before a deleted trial's finalizer is removed (docs/lifecycle.md, "Deleting a
-    trial"): an unfinished trial is rolled back exactly; a promoted one changes nothing but makes
-    sure the candidate no longer belongs to the trial, so garbage collection cannot take it."""
-    phase = status.phase
-    if phase == "Promoted":
-        return (HandOverCandidate(),)
-    if phase in (*TERMINAL_PHASES, None, "Pending"):
-        return ()
-    if phase in ("Promoting", "BakingIn") and candidate_handed_over:
-        # The promotion was decided and the handover done; only the bookkeeping was left.
-        return (HandOverCandidate(), ScaleBaselineToZero())
-    return _undo(status)
-
-
-def _undo(status: TrialStatus) -> tuple[Action, ...]:
-    """Routing back first (the baseline still has its pods), then its autoscaler, then the
-    candidate goes."""
-    autoscaler = (RestoreAutoscaler(),) if status.original and status.original.hpa else ()
-    return (RestoreRouting(), *autoscaler, RemoveCandidate())
 
 
 @dataclass
@@ -333,7 +311,7 @@ class _Tick:
             )
 
     def _rolling_back(self) -> None:
-        self.actions += list(_undo(self.status))
+        self.actions += list(undo(self.status))
         decision = self.status.decision
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.

@@ -37,7 +37,6 @@ from acceltrial.api.status import (
     PauseReason,
     Phase,
     PromotionStatus,
-    ReplicasOriginal,
     TrialStatus,
 )
 from acceltrial.engine.conditions import (
@@ -60,9 +59,15 @@ from acceltrial.engine.gates import (
     step_served,
 )
 from acceltrial.engine.promotion import promotion_replicas
-from acceltrial.engine.route_guard import ROUTE_CHANGED, route_guard
-from acceltrial.engine.routing import replica_share, share_text
-from acceltrial.engine.schedule import MEASURED_PHASES, criteria_hash, mirror_at, requested_weight
+from acceltrial.engine.route_guard import ROUTE_CHANGED, one_route_write, route_guard, set_back
+from acceltrial.engine.routing import share_text
+from acceltrial.engine.schedule import (
+    MEASURED_PHASES,
+    criteria_hash,
+    requested_weight,
+    routed_step,
+    share_of,
+)
 from acceltrial.engine.ticks import (
     Action,
     ClearUserAction,
@@ -70,7 +75,6 @@ from acceltrial.engine.ticks import (
     Event,
     HandOverCandidate,
     Observation,
-    RestoreRouting,
     RetargetAutoscaler,
     ScaleBaselineToZero,
     SetWeight,
@@ -96,7 +100,7 @@ class _Tick:
     obs: Observation
     actions: list[Action] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    _correction: int | None = None
+    _set_back_at: int | None = None
     """Where this tick's set-back sits in ``actions`` (its RoutingDrift event goes with it)."""
 
     def run(self) -> TickResult:
@@ -112,22 +116,8 @@ class _Tick:
                 self._step(phase)
         conditions = phase_conditions(self.status, self.obs.generation, self.obs.now)
         self._update(conditions=conditions, observed_generation=self.obs.generation)
-        self._write_route_once()
+        self.actions, self.events = one_route_write(self.actions, self.events, self._set_back_at)
         return TickResult(self.status, tuple(self.actions), tuple(self.events))
-
-    def _write_route_once(self) -> None:
-        """Keep only the tick's last route write: a set-back followed by a step's new weight (or
-        a restore) would move the route twice within one tick."""
-        route_write = SetWeight | RestoreRouting
-        writes = [i for i, a in enumerate(self.actions) if isinstance(a, route_write)]
-        if len(writes) < 2:
-            return
-        last = writes[-1]
-        self.actions = [
-            a for i, a in enumerate(self.actions) if i == last or not isinstance(a, SetWeight)
-        ]
-        if self._correction is not None and self._correction != last:
-            self.events = [e for e in self.events if e.reason != "RoutingDrift"]
 
     # -- phases ----------------------------------------------------------------------------
 
@@ -200,7 +190,11 @@ class _Tick:
         if self.status.step == 0:
             self._await_candidate()
             return
-        if self._advance_already_routed():
+        routed = routed_step(self.spec, self.status, self.obs)
+        if routed is not None:
+            self._start_step(routed)
+            held = f"the route already held step {routed}'s {requested_weight(self.status)}%"
+            self.events.append(Event("Normal", "StepResumed", f"{held}; continuing from there"))
             return
         if not self._judge_measurement():
             return
@@ -211,26 +205,6 @@ class _Tick:
             step_served(self.spec, self.status, self.obs)
         ):
             self._advance()
-
-    def _advance_already_routed(self) -> bool:
-        """Continue from the next step when the route already holds its weight, written by
-        this trial (no conflict): the tick that advanced applied its route write but lost its
-        status write. Judging the old step again could set the route back a step before moving
-        it forward again (a weight twice); the advance was decided, so the next step starts
-        now (its measurement from this moment). A pending user action is left to the ordinary
-        path, which repeats that tick's decision."""
-        step, observed = self.status.step or 0, self.obs.observed_weight
-        if self.obs.action is not None or self.obs.routing_conflict is not None:
-            return False
-        if observed is None or step >= len(self.spec.steps):
-            return False
-        current, following = self.spec.steps[step - 1].share, self.spec.steps[step].share
-        if observed == current or observed != following:
-            return False
-        self._start_step(step + 1)
-        note = f"the route already held step {step + 1}'s {following}%; continuing from there"
-        self.events.append(Event("Normal", "StepResumed", note))
-        return True
 
     def _await_candidate(self) -> None:
         if self._obey(candidate_deployed(self.spec, self.status, self.obs)):
@@ -349,7 +323,7 @@ class _Tick:
     def _start_step(self, number: int) -> None:
         step = self.spec.steps[number - 1]
         self.actions.append(SetWeight(step.share, step.mirrored))
-        share = self._share_of(step.share)
+        share = share_of(self.status, step.share)
         self._update(
             step=number,
             canary_weight=share,
@@ -377,14 +351,6 @@ class _Tick:
         if self.status.step:
             self._update(step_started_at=self.obs.now)
             self.obs = replace(self.obs, measurement=None)
-
-    def _share_of(self, weight: int) -> int:
-        """The share ``weight`` really gives: for the replicas router, whole pods beside the
-        baseline's recorded replicas (the next ticks read the ready pods behind the Service)."""
-        original = self.status.original
-        if isinstance(original, ReplicasOriginal) and original.baseline_replicas:
-            return replica_share(original.baseline_replicas, weight)
-        return weight
 
     def _promote(self) -> None:
         self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
@@ -416,14 +382,11 @@ class _Tick:
 
     def _keep_weight(self) -> None:
         """Re-apply the weight when the cluster no longer holds what the trial set."""
-        observed, expected = self.obs.observed_weight, requested_weight(self.status)
-        if self.obs.routing_conflict is not None:
-            return  # someone else's change: never overwritten (the trial pauses instead)
-        if observed is not None and expected is not None and observed != expected:
-            self._correction = len(self.actions)
-            self.actions.append(SetWeight(expected, mirror_at(self.spec, self.status)))
-            drift = f"routing held {observed}%, set back to {expected}%"
-            self.events.append(Event("Warning", "RoutingDrift", drift))
+        drift = set_back(self.spec, self.status, self.obs)
+        if drift is not None:
+            self._set_back_at = len(self.actions)
+            self.actions.append(drift[0])
+            self.events.append(drift[1])
 
     def _hold_for_spec_change(self) -> None:
         message = (

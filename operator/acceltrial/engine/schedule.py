@@ -1,7 +1,8 @@
 """Where a trial stands on its schedule, read from its spec and status: the weight it asks
-the router for now, the share of requests it mirrors, whether a measurement is due, whether a
-spec duration has passed; and the hash of what is frozen at its start (the steps and the
-analysis), by which a later change to them is refused.
+the router for now and the share that weight really gives, the share of requests it mirrors,
+the step the route already holds, whether a measurement is due, whether a spec duration has
+passed; and the hash of what is frozen at its start (the steps and the analysis), by which a
+later change to them is refused.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from datetime import datetime, timedelta
 
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.spec import TrialSpec
-from acceltrial.api.status import Phase, TrialStatus
+from acceltrial.api.status import Phase, ReplicasOriginal, TrialStatus
+from acceltrial.engine.routing import replica_share
+from acceltrial.engine.ticks import Observation
 
 MEASURED_PHASES: frozenset[Phase] = frozenset({"Progressing", "Paused", "BakingIn"})
 """Phases in which the candidate serves and its measurements are judged."""
@@ -37,6 +40,15 @@ def requested_weight(status: TrialStatus) -> int:
     return status.canary_weight or 0
 
 
+def share_of(status: TrialStatus, weight: int) -> int:
+    """The share ``weight`` really gives: for the replicas router, whole pods beside the
+    baseline's recorded replicas (the next ticks read the ready pods behind the Service)."""
+    original = status.original
+    if isinstance(original, ReplicasOriginal) and original.baseline_replicas:
+        return replica_share(original.baseline_replicas, weight)
+    return weight
+
+
 def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
     """The percentage of requests the trial copies to the candidate now: a mirror step's, while
     the trial is at that step before promotion; 0 otherwise."""
@@ -45,6 +57,24 @@ def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
     if requested_weight(status):
         return 0
     return spec.steps[status.step - 1].mirrored if status.step <= len(spec.steps) else 0
+
+
+def routed_step(spec: TrialSpec, status: TrialStatus, seen: Observation) -> int | None:
+    """The next step, when the route already holds its weight, written by this trial (no
+    conflict): the tick that advanced applied its route write but lost its status write.
+    Judging the old step again could set the route back a step before moving it forward again
+    (a weight twice); the advance was decided, so the next step starts now (its measurement
+    from this moment). A pending user action is left to the ordinary path, which repeats that
+    tick's decision."""
+    step, observed = status.step or 0, seen.observed_weight
+    if seen.action is not None or seen.routing_conflict is not None:
+        return None
+    if observed is None or step >= len(spec.steps):
+        return None
+    current, following = spec.steps[step - 1].share, spec.steps[step].share
+    if observed == current or observed != following:
+        return None
+    return step + 1
 
 
 def measurement_due(

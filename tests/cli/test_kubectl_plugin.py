@@ -21,8 +21,8 @@ from acceltrial.api.report import REPORT_KEY, report_name
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import CriterionResult, EconomicsStatus, TrialStatus, VariantEconomics
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.report import ReportInputs, update_report
+from acceltrial.engine.ticks import Measurement
 from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.cli.browser import rendered_text, screenshot
 from tests.conftest import REPO, tool

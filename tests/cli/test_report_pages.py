@@ -27,8 +27,8 @@ from acceltrial.api.status import (
 )
 from acceltrial.engine.candidate import TrialRef, derive_deployment
 from acceltrial.engine.gitops import committable
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.report import ReportInputs, update_report
+from acceltrial.engine.ticks import Measurement
 from acceltrial.pages.render import html_page, markdown, side_by_side
 from tests.cli.browser import rendered_text, screenshot
 from tests.conftest import REPO

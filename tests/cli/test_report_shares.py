@@ -10,8 +10,8 @@ from acceltrial.api.report import Report
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import CriterionResult, Decision, TrialStatus
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.report import ReportInputs, update_report
+from acceltrial.engine.ticks import Measurement
 from acceltrial.pages.render import html_page, markdown
 from tests.cli.test_report_pages import EXAMPLE, figures
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from acceltrial.api.report import REPORT_KEY, read_report, report_name
 from acceltrial.api.status import CriterionResult, Decision, SampleCounts, TrialStatus
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.engine.lifecycle import Measurement
+from acceltrial.engine.ticks import Measurement
 from acceltrial.handlers.report_writer import write_report
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.handlers.world import TrialWorld

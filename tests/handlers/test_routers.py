@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from acceltrial.api.status import GatewayApiOriginal, ReplicasOriginal, TrialStatus
-from acceltrial.engine.lifecycle import DeployCandidate
+from acceltrial.engine.ticks import DeployCandidate
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.routing.gatewayapi import TRIAL_ANNOTATION, GatewayApiRouter

@@ -16,7 +16,8 @@ from acceltrial.api.status import (
     TrialStatus,
 )
 from acceltrial.api.trial import TRIAL_GVR
-from acceltrial.engine.lifecycle import ClearUserAction, DeployCandidate, SetWeight, decide
+from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.ticks import ClearUserAction, DeployCandidate, SetWeight
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube
 from tests.handlers.conftest import ROUTE, RecordingClient, create_trial, trial_ref, trial_spec

@@ -32,14 +32,10 @@ from kubernetes import config
 
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import OriginalRouting, TrialStatus, original_routing
-from acceltrial.engine.lifecycle import (
-    Observation,
-    RestoreRouting,
-    SetWeight,
-    criteria_hash,
-    decide,
-)
+from acceltrial.engine.lifecycle import decide
 from acceltrial.engine.routes import RouteShape, Service
+from acceltrial.engine.schedule import criteria_hash
+from acceltrial.engine.ticks import Observation, RestoreRouting, SetWeight
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.routing.gatewayapi import TRIAL_ANNOTATION, GatewayApiRouter
 from acceltrial_testbed.sandbox.cluster import Sandbox

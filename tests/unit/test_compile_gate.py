@@ -18,7 +18,8 @@ from acceltrial.engine.compile_gate import (
     compile_job,
     with_compile_note,
 )
-from acceltrial.engine.lifecycle import DeployCandidate, Observation, TickResult, decide
+from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.ticks import DeployCandidate, Observation, TickResult
 from tests.unit.test_lifecycle import ORIGINAL, make_spec
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -41,13 +41,9 @@ from acceltrial.engine.evidence import (
     record,
     shortfalls,
 )
-from acceltrial.engine.lifecycle import (
-    Measurement,
-    Observation,
-    criteria_hash,
-    decide,
-    measurement_due,
-)
+from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.schedule import criteria_hash, measurement_due
+from acceltrial.engine.ticks import Measurement, Observation
 from acceltrial.engine.weighing import judge_window, pooled_failures
 
 T0 = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)

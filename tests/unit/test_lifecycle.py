@@ -31,7 +31,10 @@ from acceltrial.api.status import (
     original_routing,
 )
 from acceltrial.engine.analysis import RoundOutcome
-from acceltrial.engine.lifecycle import (
+from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.schedule import criteria_hash, measurement_due
+from acceltrial.engine.ticks import (
     Action,
     ClearUserAction,
     DeployCandidate,
@@ -46,12 +49,8 @@ from acceltrial.engine.lifecycle import (
     ScaleCandidate,
     SetWeight,
     TickResult,
-    criteria_hash,
-    decide,
-    measurement_due,
-    on_delete,
 )
-from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.undo import on_delete
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ORIGINAL = original_routing(

@@ -15,8 +15,8 @@ from acceltrial.api.status import (
     VariantEconomics,
 )
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.report import ReportInputs, judged, update_report
+from acceltrial.engine.ticks import Measurement
 from tests.unit.test_lifecycle import ORIGINAL, make_spec
 
 T0 = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)

@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from acceltrial.engine.lifecycle import (
-    Measurement,
-    Observation,
-    RestoreRouting,
-    SetWeight,
-    TickResult,
-    decide,
-    measurement_due,
-)
+from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.schedule import measurement_due
+from acceltrial.engine.ticks import Measurement, Observation, RestoreRouting, SetWeight, TickResult
 from tests.unit.test_lifecycle import ORIGINAL, Driver, condition, make_spec
 
 WRITER = "HTTPRoute serving/llama3 was changed by field manager 'argocd-controller'"

@@ -34,6 +34,7 @@ PHASES: tuple[Phase, ...] = Phase.__args__  # type: ignore[attr-defined]
 TERMINAL_PHASES: frozenset[Phase] = frozenset({"Promoted", "RolledBack", "Failed", "Aborted"})
 
 Verdict = Literal["Pass", "Fail", "Inconclusive"]
+PauseReason = Literal["User", "Inconclusive", "AwaitingApproval", "RouteChanged"]
 
 
 class Condition(ApiModel):
@@ -372,7 +373,7 @@ class TrialStatus(ApiModel):
     """When the current step (or bake) started."""
     last_measurement_at: datetime | None = None
     """When the latest measurement was taken."""
-    pause_reason: Literal["User", "Inconclusive", "AwaitingApproval", "RouteChanged"] | None = None
+    pause_reason: PauseReason | None = None
     """Why the trial is Paused: a person paused it, too many inconclusive measurements, the
     last step waits for approval, or another writer changed the HTTPRoute (condition
     RouteChanged names its field manager)."""

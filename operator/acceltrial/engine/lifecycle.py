@@ -16,285 +16,81 @@ exceeds the current step's before promotion (``status.canaryWeight`` is the shar
 really gives: for the replicas router, whole pods); a step advances only after a passing
 measurement of that step (or a person's explicit promote); rollback restores the routing recorded
 in ``status.original``.
+
+The rules it follows live beside it and only judge: the gates (engine/gates.py) and the route
+guard (engine/route_guard.py) return verdicts that ``_Tick`` applies. What a tick exchanges with
+the handlers is engine/ticks.py's; where a trial stands on its steps, engine/schedule.py's; what
+undoes a trial, engine/undo.py's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
 from typing import Literal
 
-from acceltrial.api.actions import UserAction
-from acceltrial.api.durations import duration_seconds
-from acceltrial.api.reasons import (
-    ABORTED,
-    API_REFUSED,
-    CANDIDATE_NOT_AVAILABLE,
-    CANDIDATE_NOT_SCALED,
-    COMPILE_FAILED,
-    CRITERION_FAILED,
-    INCONCLUSIVE,
-    MEASUREMENT_ERRORED,
-    PREFLIGHT_FAILED,
-    PREFLIGHT_TIMED_OUT,
-    PROMOTED,
-    ReasonCode,
-)
+from acceltrial.api.reasons import ABORTED, PROMOTED, ReasonCode
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import (
     TERMINAL_PHASES,
     AnalysisCounts,
-    Condition,
-    CriterionResult,
     Decision,
-    EconomicsStatus,
-    OriginalRouting,
+    PauseReason,
     Phase,
     PromotionStatus,
-    ReplicasOriginal,
     TrialStatus,
 )
-from acceltrial.engine.analysis import RoundOutcome, StepStatus, assess, tally
-from acceltrial.engine.compile_gate import CompileJobState, StartCompile, compile_gate
-from acceltrial.engine.conditions import ConditionStatus, remove_condition, set_condition
-from acceltrial.engine.evidence import evidence_forecast, judged_on, record, shortfalls
-from acceltrial.engine.metrics import Variant
-from acceltrial.engine.promotion import AutoscalerBounds, promotion_replicas
-from acceltrial.engine.route_guard import route_guard
-from acceltrial.engine.routing import replica_share, replicas_for_share, share_text
-from acceltrial.engine.weighing import pooled_failures
+from acceltrial.engine.conditions import (
+    SPEC_CHANGE_REJECTED,
+    ConditionStatus,
+    phase_conditions,
+    remove_condition,
+    set_condition,
+)
+from acceltrial.engine.evidence import evidence_forecast, judged_on
+from acceltrial.engine.gates import (
+    api_refusal,
+    baked,
+    candidate_deployed,
+    candidate_scaled,
+    compiled,
+    enough_evidence,
+    measurement_recorded,
+    preflight_cleared,
+    step_served,
+)
+from acceltrial.engine.promotion import promotion_replicas
+from acceltrial.engine.route_guard import ROUTE_CHANGED, one_route_write, route_guard, set_back
+from acceltrial.engine.routing import share_text
+from acceltrial.engine.schedule import (
+    MEASURED_PHASES,
+    criteria_hash,
+    requested_weight,
+    routed_step,
+    share_of,
+)
+from acceltrial.engine.ticks import (
+    Action,
+    ClearUserAction,
+    DeployCandidate,
+    Event,
+    HandOverCandidate,
+    Observation,
+    RetargetAutoscaler,
+    ScaleBaselineToZero,
+    SetWeight,
+    TickResult,
+)
+from acceltrial.engine.undo import undo
+from acceltrial.engine.verdict import GateVerdict
 
-RECENT_RESULTS = 64
 EVIDENCE_EXPECTED = "EvidenceExpected"
 """Condition: whether the steps can bring the candidate the requests its promotion needs."""
 TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
-SPEC_CHANGE_REJECTED = "SpecChangeRejected"
-_PROGRESSING_PHASES = frozenset({"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"})
-_MEASURED_PHASES = frozenset({"Progressing", "Paused", "BakingIn"})
-_RECONCILING_PHASES = frozenset({*_PROGRESSING_PHASES, "RollingBack"})
-"""Phases the operator moves on from by itself: kstatus' Reconciling."""
-_STALLED_PHASES = frozenset({"RolledBack", "Failed", "Aborted"})
-"""Phases only a person can move on from (a new trial): kstatus' Stalled."""
-
-
-@dataclass(frozen=True)
-class DeployCandidate:
-    """Create or update the candidate Deployment and Service (server-side apply)."""
-
-
-@dataclass(frozen=True)
-class SetWeight:
-    """Send ``weight`` percent of the traffic to the candidate and copy ``mirror`` percent of
-    the requests to it (a shadow step: its answers are discarded); no mirror unless given."""
-
-    weight: int
-    mirror: int = 0
-
-
-@dataclass(frozen=True)
-class RestoreRouting:
-    """Put the routing back exactly as recorded in ``status.original``."""
-
-
-@dataclass(frozen=True)
-class RemoveCandidate:
-    """Delete the candidate Deployment and Service, releasing their capacity."""
-
-
-@dataclass(frozen=True)
-class ScaleBaselineToZero:
-    """Scale the baseline Deployment to zero replicas (it is never deleted)."""
-
-
-@dataclass(frozen=True)
-class ScaleCandidate:
-    """Scale the candidate Deployment to ``replicas`` (before it takes all traffic)."""
-
-    replicas: int
-
-
-@dataclass(frozen=True)
-class RetargetAutoscaler:
-    """Point the baseline's HorizontalPodAutoscaler at the candidate, bounds and metrics kept."""
-
-
-@dataclass(frozen=True)
-class RestoreAutoscaler:
-    """Point the HorizontalPodAutoscaler back at what ``status.original.hpa`` recorded."""
-
-
-@dataclass(frozen=True)
-class HandOverCandidate:
-    """Make the candidate Deployment and Service ordinary workloads: no owner, no field
-    ownership by the operator, a label naming the trial that promoted them."""
-
-
-@dataclass(frozen=True)
-class ClearUserAction:
-    """Remove the acceltrial.dev/action annotation: each action is handled once."""
-
-
-Action = (
-    DeployCandidate
-    | SetWeight
-    | RestoreRouting
-    | RemoveCandidate
-    | ScaleBaselineToZero
-    | ScaleCandidate
-    | RetargetAutoscaler
-    | RestoreAutoscaler
-    | HandOverCandidate
-    | ClearUserAction
-    | StartCompile
-)
-
-
-@dataclass(frozen=True)
-class Event:
-    """A Kubernetes Event to post on the trial."""
-
-    type: Literal["Normal", "Warning"]
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One measurement of the current step, already judged."""
-
-    outcome: RoundOutcome
-    reason: str
-    results: tuple[CriterionResult, ...] = ()
-    economics: EconomicsStatus | None = None
-    """The cost comparison of this measurement, kept in status.economics."""
-    observed: Mapping[Variant, Mapping[str, float | None]] | None = None
-    """Per variant, the figures the report shows side by side (request rate, latency, ...)."""
-    queries: Mapping[str, Mapping[Variant, str]] | None = None
-    """The query each reading used, by reading (a criterion, or ``economics:`` and a cost input)
-    and variant, for the report."""
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What the handler saw in the cluster (and Prometheus) on this tick."""
-
-    now: datetime
-    generation: int
-    preflight_problems: tuple[str, ...] = ()
-    preflight_waits: tuple[str, ...] = ()
-    """What the trial waits for before it can start (the baseline still rolling out, say); the
-    trial fails only if it lasts past progressDeadline."""
-    routing: OriginalRouting | None = None
-    """Routing as the cluster holds it now, before any change by this trial."""
-    observed_weight: int | None = None
-    """The candidate weight the cluster holds now, as the router reads it back."""
-    observed_share: int | None = None
-    """The candidate's share of traffic the routing really gives now, when the router can tell
-    and it may differ from the weight (the replicas router: ready pods behind the Service)."""
-    routing_conflict: str | None = None
-    """Another writer changed the routing since the trial's last write (who, and what)."""
-    route_refused: str | None = None
-    """The gateway's own reason for not using the routing as written (Accepted/ResolvedRefs)."""
-    candidate_available: bool = False
-    candidate_available_replicas: int = 0
-    """Available replicas of the candidate Deployment."""
-    autoscaler: AutoscalerBounds | None = None
-    """Bounds of the HorizontalPodAutoscaler recorded in status.original.hpa (while promoting)."""
-    measurement: Measurement | None = None
-    action: UserAction | None = None
-    compile_job: CompileJobState | None = None
-    """The compile Job of candidate.compile, while in Preflight."""
-    refused: str | None = None
-    """A request the API server refused for good (400, 403, 404, 422), with what was being
-    done: the trial ends instead of retrying forever."""
-    baseline_request_rate: float | None = None
-    """In Preflight, once nothing holds the trial: the baseline's requests/s over the last
-    interval (None when it cannot be read), for the evidence forecast."""
-    candidate_handed_over: bool = False
-    """While baking: the candidate already belongs to nobody, so a tick that promoted applied
-    its actions but its status write was lost."""
-
-
-@dataclass(frozen=True)
-class TickResult:
-    """The next status, the actions to apply (in order) and the Events to post."""
-
-    status: TrialStatus
-    actions: tuple[Action, ...] = ()
-    events: tuple[Event, ...] = ()
-
-
-def criteria_hash(spec: TrialSpec) -> str:
-    """Hash of what is frozen at the start: the steps and the analysis."""
-    frozen = {
-        # Unset fields (a step's mirror) are left out, so trials started before they existed
-        # keep their hash.
-        "steps": [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in spec.steps],
-        "analysis": spec.analysis.model_dump(mode="json", by_alias=True),
-    }
-    return hashlib.sha256(json.dumps(frozen, sort_keys=True).encode()).hexdigest()
-
-
-def requested_weight(status: TrialStatus) -> int:
-    """The weight the trial asks the router for now (``status.requestedWeight``; on a status
-    written before it existed, ``canaryWeight``, which then held it)."""
-    if status.requested_weight is not None:
-        return status.requested_weight
-    return status.canary_weight or 0
-
-
-def mirror_at(spec: TrialSpec, status: TrialStatus) -> int:
-    """The percentage of requests the trial copies to the candidate now: a mirror step's, while
-    the trial is at that step before promotion; 0 otherwise."""
-    if status.phase not in ("Progressing", "Paused") or not status.step:
-        return 0
-    if requested_weight(status):
-        return 0
-    return spec.steps[status.step - 1].mirrored if status.step <= len(spec.steps) else 0
-
-
-def measurement_due(
-    spec: TrialSpec, status: TrialStatus, now: datetime, share: int | None = None
-) -> bool:
-    """Whether a measurement should be taken now (one ``analysis.interval`` after the last);
-    never when the router reads a ``share`` other than ``status.canaryWeight``: the window
-    would straddle the change, and the step counts from it (see ``_follow_share``)."""
-    if status.phase not in _MEASURED_PHASES or not status.step or status.step_started_at is None:
-        return False
-    if share is not None and share != status.canary_weight:
-        return False
-    since = max(status.step_started_at, status.last_measurement_at or status.step_started_at)
-    return now >= since + _seconds(spec.analysis.interval)
 
 
 def decide(spec: TrialSpec, status: TrialStatus, observation: Observation) -> TickResult:
     """The next status and actions for one tick."""
     return _Tick(spec, status, observation).run()
-
-
-def on_delete(status: TrialStatus, candidate_handed_over: bool) -> tuple[Action, ...]:
-    """Actions before a deleted trial's finalizer is removed (docs/lifecycle.md, "Deleting a
-    trial"): an unfinished trial is rolled back exactly; a promoted one changes nothing but makes
-    sure the candidate no longer belongs to the trial, so garbage collection cannot take it."""
-    phase = status.phase
-    if phase == "Promoted":
-        return (HandOverCandidate(),)
-    if phase in (*TERMINAL_PHASES, None, "Pending"):
-        return ()
-    if phase in ("Promoting", "BakingIn") and candidate_handed_over:
-        # The promotion was decided and the handover done; only the bookkeeping was left.
-        return (HandOverCandidate(), ScaleBaselineToZero())
-    return _undo(status)
-
-
-def _undo(status: TrialStatus) -> tuple[Action, ...]:
-    """Routing back first (the baseline still has its pods), then its autoscaler, then the
-    candidate goes."""
-    autoscaler = (RestoreAutoscaler(),) if status.original and status.original.hpa else ()
-    return (RestoreRouting(), *autoscaler, RemoveCandidate())
 
 
 @dataclass
@@ -304,7 +100,7 @@ class _Tick:
     obs: Observation
     actions: list[Action] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    _correction: int | None = None
+    _set_back_at: int | None = None
     """Where this tick's set-back sits in ``actions`` (its RoutingDrift event goes with it)."""
 
     def run(self) -> TickResult:
@@ -316,38 +112,24 @@ class _Tick:
             if phase != "RollingBack" and self._spec_changed():
                 self._hold_for_spec_change()
             else:
-                self._update(conditions=remove_condition(self._conditions(), SPEC_CHANGE_REJECTED))
+                self._remove_condition(SPEC_CHANGE_REJECTED)
                 self._step(phase)
-        self._update(conditions=self._phase_conditions(), observed_generation=self.obs.generation)
-        self._write_route_once()
+        conditions = phase_conditions(self.status, self.obs.generation, self.obs.now)
+        self._update(conditions=conditions, observed_generation=self.obs.generation)
+        self.actions, self.events = one_route_write(self.actions, self.events, self._set_back_at)
         return TickResult(self.status, tuple(self.actions), tuple(self.events))
-
-    def _write_route_once(self) -> None:
-        """Keep only the tick's last route write: a set-back followed by a step's new weight (or
-        a restore) would move the route twice within one tick."""
-        route_write = SetWeight | RestoreRouting
-        writes = [i for i, a in enumerate(self.actions) if isinstance(a, route_write)]
-        if len(writes) < 2:
-            return
-        last = writes[-1]
-        self.actions = [
-            a for i, a in enumerate(self.actions) if i == last or not isinstance(a, SetWeight)
-        ]
-        if self._correction is not None and self._correction != last:
-            self.events = [e for e in self.events if e.reason != "RoutingDrift"]
 
     # -- phases ----------------------------------------------------------------------------
 
     def _step(self, phase: Phase) -> None:
-        if self.obs.refused is not None and phase != "RollingBack":
-            self._refused(phase, self.obs.refused)
+        if not self._obey(api_refusal(phase, self.obs)):
             return
         if self.obs.action == "abort" and phase != "RollingBack":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
             return
-        if route_guard(self, phase):
+        if not self._guard_route(phase):
             return
-        if phase in _MEASURED_PHASES:
+        if phase in MEASURED_PHASES:
             self._follow_share()
         handlers = {
             "Pending": self._pending,
@@ -360,36 +142,28 @@ class _Tick:
         }
         handlers[phase]()
 
-    def _refused(self, phase: Phase, refusal: str) -> None:
-        reason = f"the API server refused a request (retrying cannot help): {refusal}"
-        if phase in ("Pending", "Preflight"):
-            # Nothing was routed yet; a candidate half-created by the refused tick goes.
-            self.actions.append(RemoveCandidate())
-            self._update(decision=self._decision("none", API_REFUSED, reason))
-            self._enter("Failed", f"{reason}; routing was never changed")
-        else:
-            self._roll_back("rollback", API_REFUSED, reason)
+    def _guard_route(self, phase: Phase) -> bool:
+        """Apply engine/route_guard.py's verdict; False when it ended the tick's work."""
+        verdict = route_guard(phase, self.status.pause_reason, self.obs)
+        if verdict.conflict_gone:
+            self._remove_condition(ROUTE_CHANGED)
+        elif verdict.route_changed is not None:
+            self._set_condition(ROUTE_CHANGED, "True", verdict.route_changed, ROUTE_CHANGED)
+        return self._obey(verdict)
 
     def _pending(self) -> None:
         self._update(criteria_hash=criteria_hash(self.spec), started_at=self.obs.now)
         self._enter("Preflight", "checking that the trial can start")
 
     def _preflight(self) -> None:
-        if self.obs.preflight_problems:
-            reason = "; ".join(self.obs.preflight_problems)
-            self._update(
-                decision=self._decision("none", PREFLIGHT_FAILED, f"preflight failed: {reason}")
-            )
-            self._enter("Failed", f"preflight failed, nothing was changed: {reason}")
-            return
-        if self.obs.preflight_waits:
-            self._await_preflight()
+        if not self._obey(preflight_cleared(self.spec, self.status, self.obs)):
             return
         # The routing as found is recorded before a compile Job runs: the trial's record of
         # what it must leave as it was, whatever the compile's outcome.
         self._update(original=self.status.original or self.obs.routing)
         self._forecast_evidence()
-        if not self._compiled():
+        self.status, verdict = compiled(self.spec, self.status, self.obs)
+        if not self._obey(verdict):
             return
         self._update(step=0, canary_weight=0, requested_weight=0, step_started_at=self.obs.now)
         self.actions.append(DeployCandidate())
@@ -400,93 +174,41 @@ class _Tick:
         its promotion will need at today's traffic: condition EvidenceExpected (a warning; the
         trial still starts)."""
         rate = self.obs.baseline_request_rate
-        known = any(c.type == EVIDENCE_EXPECTED for c in self._conditions())
+        known = any(c.type == EVIDENCE_EXPECTED for c in self.status.conditions or [])
         if rate is None or known:
             return
         short = evidence_forecast(self.spec, rate)
         if short:
             message = "; ".join(short)
             self.events.append(Event("Warning", TOO_LITTLE_TRAFFIC, message))
-            conditions = self._condition(
-                self._conditions(), EVIDENCE_EXPECTED, "False", message, TOO_LITTLE_TRAFFIC
-            )
+            self._set_condition(EVIDENCE_EXPECTED, "False", message, TOO_LITTLE_TRAFFIC)
         else:
             said = f"at {rate:.3g} requests/s the steps and the bake can bring what it needs"
-            conditions = self._condition(
-                self._conditions(), EVIDENCE_EXPECTED, "True", said, "EnoughTraffic"
-            )
-        self._update(conditions=conditions)
-
-    def _compiled(self) -> bool:
-        """The compile gate (engine/compile_gate.py): False while the compile Job runs or when
-        it failed (the trial then ends Failed, the candidate never created)."""
-        gate = compile_gate(self.spec, self.status.compile, self.obs.compile_job, self.obs.now)
-        if gate.status is not None:
-            self._update(compile=gate.status)
-        self.actions += gate.actions
-        if gate.verdict == "fail":
-            self._update(decision=self._decision("none", COMPILE_FAILED, gate.message))
-            self._enter("Failed", f"{gate.message}; the candidate was never created")
-        elif gate.verdict == "wait":
-            self._enter("Preflight", gate.message)
-        return gate.verdict == "proceed"
-
-    def _await_preflight(self) -> None:
-        reason = "; ".join(self.obs.preflight_waits)
-        started = self.status.started_at or self.obs.now
-        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
-            why = f"preflight failed after waiting {self.spec.progress_deadline}: {reason}"
-            self._update(decision=self._decision("none", PREFLIGHT_TIMED_OUT, why))
-            self._enter("Failed", f"{why}; nothing was changed")
-        else:
-            self._enter("Preflight", f"waiting before anything changes: {reason}")
+            self._set_condition(EVIDENCE_EXPECTED, "True", said, "EnoughTraffic")
 
     def _progressing(self) -> None:
         if self.status.step == 0:
             self._await_candidate()
             return
-        if self._advance_already_routed():
+        routed = routed_step(self.spec, self.status, self.obs)
+        if routed is not None:
+            self._start_step(routed)
+            held = f"the route already held step {routed}'s {requested_weight(self.status)}%"
+            self.events.append(Event("Normal", "StepResumed", f"{held}; continuing from there"))
             return
         if not self._judge_measurement():
             return
         self._keep_weight()
         if self.obs.action == "pause":
             self._pause("User", "paused by a person")
-        elif self.obs.action == "promote" or (self._step_pods_ready() and self._step_passed()):
+        elif self.obs.action == "promote" or self._obey(
+            step_served(self.spec, self.status, self.obs)
+        ):
             self._advance()
 
-    def _advance_already_routed(self) -> bool:
-        """Continue from the next step when the route already holds its weight, written by
-        this trial (no conflict): the tick that advanced applied its route write but lost its
-        status write. Judging the old step again could set the route back a step before moving
-        it forward again (a weight twice); the advance was decided, so the next step starts
-        now (its measurement from this moment). A pending user action is left to the ordinary
-        path, which repeats that tick's decision."""
-        step, observed = self.status.step or 0, self.obs.observed_weight
-        if self.obs.action is not None or self.obs.routing_conflict is not None:
-            return False
-        if observed is None or step >= len(self.spec.steps):
-            return False
-        current, following = self.spec.steps[step - 1].share, self.spec.steps[step].share
-        if observed == current or observed != following:
-            return False
-        self._start_step(step + 1)
-        note = f"the route already held step {step + 1}'s {following}%; continuing from there"
-        self.events.append(Event("Normal", "StepResumed", note))
-        return True
-
     def _await_candidate(self) -> None:
-        if self.obs.candidate_available:
+        if self._obey(candidate_deployed(self.spec, self.status, self.obs)):
             self._start_step(1)
-            return
-        started = self.status.step_started_at or self.obs.now
-        deadline = started + _seconds(self.spec.progress_deadline)
-        if self.obs.now >= deadline:
-            self._roll_back(
-                "rollback",
-                CANDIDATE_NOT_AVAILABLE,
-                f"the candidate was not Available within {self.spec.progress_deadline}",
-            )
 
     def _paused(self) -> None:
         if not self._judge_measurement():
@@ -494,7 +216,7 @@ class _Tick:
         self._keep_weight()
         awaiting = self.status.pause_reason == "AwaitingApproval"
         if awaiting and self.obs.action in ("approve", "promote"):
-            if self._enough_evidence():
+            if self._obey(enough_evidence(self.spec, self.status)):
                 self._promote()
         elif not awaiting and self.obs.action == "resume":
             counts = self.status.counts or AnalysisCounts()
@@ -515,8 +237,7 @@ class _Tick:
             )
             promotion = PromotionStatus(replicas=replicas, reason=why)
             self._update(promotion=promotion, step_started_at=self.obs.now)
-        if self.obs.candidate_available_replicas < promotion.replicas:
-            self._scale_up(promotion)
+        if not self._obey(candidate_scaled(self.spec, self.status, promotion, self.obs)):
             return
         self.actions.append(SetWeight(100))
         # Never scaled down: the replicas router's last step may have run more pods.
@@ -535,24 +256,6 @@ class _Tick:
             f"{self.spec.promotion.bake_time}",
         )
 
-    def _scale_up(self, promotion: PromotionStatus) -> None:
-        """Scale (again: idempotent) and wait for the replicas, within the progress deadline."""
-        started = self.status.step_started_at or self.obs.now
-        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
-            self._roll_back(
-                "rollback",
-                CANDIDATE_NOT_SCALED,
-                f"the candidate did not reach {promotion.replicas} Available replicas within "
-                f"{self.spec.progress_deadline} ({self.obs.candidate_available_replicas} were)",
-            )
-            return
-        self.actions.append(ScaleCandidate(promotion.replicas))
-        self._enter(
-            "Promoting",
-            f"scaling the candidate to {promotion.replicas} replicas before it takes all "
-            f"traffic ({promotion.reason}); {self.obs.candidate_available_replicas} Available",
-        )
-
     def _baking(self) -> None:
         # A promotion whose status write was lost: finish it, never judge (the baseline may
         # already be at zero, with nothing to measure) nor roll back a handed-over candidate.
@@ -560,10 +263,8 @@ class _Tick:
         if not handed_over and not self._judge_measurement():
             return
         self._keep_weight()
-        started = self.status.step_started_at or self.obs.now
-        baked = self.obs.now >= started + _seconds(self.spec.promotion.bake_time)
-        ready = baked and (self._bake_needs_no_analysis() or self._latest_passed())
-        if not handed_over and ready and not self._enough_evidence():
+        ready = baked(self.spec, self.status, self.obs.now)
+        if not handed_over and ready and not self._obey(enough_evidence(self.spec, self.status)):
             return
         if handed_over or ready:
             # Handed over first: from then on nothing the trial leaves behind can remove it.
@@ -584,7 +285,7 @@ class _Tick:
             )
 
     def _rolling_back(self) -> None:
-        self.actions += list(_undo(self.status))
+        self.actions += list(undo(self.status))
         decision = self.status.decision
         final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
@@ -598,103 +299,15 @@ class _Tick:
         )
         self._enter(final, said)
 
-    # -- analysis --------------------------------------------------------------------------
-
     def _judge_measurement(self) -> bool:
         """Record this tick's measurement; False when it ended the step (rollback or pause)."""
         measurement = self.obs.measurement
         if measurement is None:
             return True
-        counts = tally(self.status.counts or AnalysisCounts(), measurement.outcome)
-        recent = [*(self.status.analysis or []), *measurement.results][-RECENT_RESULTS:]
-        evidence = record(self.status.evidence or [], measurement.results)
-        self._update(
-            counts=counts, analysis=recent, evidence=evidence, last_measurement_at=self.obs.now
+        self.status, verdict = measurement_recorded(
+            self.spec, self.status, measurement, self.obs.now
         )
-        if measurement.economics is not None:
-            self._update(economics=measurement.economics)
-        verdict: StepStatus = assess(counts, self.spec.analysis)
-        mirror = mirror_at(self.spec, self.status)
-        share = share_text(self.status.canary_weight or 0, requested_weight(self.status))
-        where = (
-            f"at step {self.status.step} ({mirror}% of requests mirrored, no user served)"
-            if mirror
-            else f"at {share}"
-        )
-        if verdict in ("Failed", "Errored"):
-            code: ReasonCode = CRITERION_FAILED if verdict == "Failed" else MEASUREMENT_ERRORED
-            self._roll_back("rollback", code, f"{measurement.reason} {where}")
-            return False
-        if verdict == "Inconclusive" and self.status.phase != "Paused":
-            if self.spec.analysis.on_inconclusive == "rollback":
-                self._roll_back(
-                    "rollback", INCONCLUSIVE, f"inconclusive: {measurement.reason} {where}"
-                )
-            else:
-                why = f"too many inconclusive measurements: {measurement.reason} {where}"
-                self._pause("Inconclusive", why)
-            return False
-        return True
-
-    def _step_pods_ready(self) -> bool:
-        """Whether the step runs at the share it asked for. The replicas router gives a share
-        by the candidate's pods: a step whose pods are not all Available yet runs at a smaller
-        share, and passing it would judge 50% on what 33% showed (as a replica-based canary
-        waits for its pods before a step counts). Pods that do not come within
-        ``progressDeadline`` of the step's last share change roll the trial back."""
-        original = self.status.original
-        if not isinstance(original, ReplicasOriginal) or not original.baseline_replicas:
-            return True
-        step_number = self.status.step or 1
-        step = self.spec.steps[step_number - 1]
-        wanted = replicas_for_share(original.baseline_replicas, step.share)
-        available = self.obs.candidate_available_replicas
-        if available >= wanted:
-            return True
-        started = self.status.step_started_at or self.obs.now
-        if self.obs.now >= started + _seconds(self.spec.progress_deadline):
-            self._roll_back(
-                "rollback",
-                CANDIDATE_NOT_SCALED,
-                f"the candidate did not reach the {wanted} Available replicas step "
-                f"{step_number}'s {step.share}% needs within {self.spec.progress_deadline} "
-                f"({available} were)",
-            )
-        return False
-
-    def _step_passed(self) -> bool:
-        started = self.status.step_started_at or self.obs.now
-        step = self.spec.steps[(self.status.step or 1) - 1]
-        return self.obs.now >= started + _seconds(step.duration) and self._latest_passed()
-
-    def _latest_passed(self) -> bool:
-        """The latest measurement saw no harm: it passed, or was thin (too few requests to
-        judge; the promotion then asks for the evidence all windows add up to)."""
-        counts = self.status.counts
-        return counts is not None and counts.last_outcome in ("Pass", "Thin")
-
-    def _enough_evidence(self) -> bool:
-        """The promotion's evidence rule (engine/evidence.py): a criterion never judged on
-        enough requests in one step is judged on all its windows pooled, and rolls back when
-        that fails; when its requests fall short, the trial is Inconclusive and
-        ``onInconclusive`` applies."""
-        evidence = self.status.evidence or []
-        failed = pooled_failures(self.spec.analysis.criteria, evidence, self.spec.analysis.alpha)
-        if failed:
-            self._roll_back("rollback", CRITERION_FAILED, "; ".join(failed) + " (the promotion)")
-            return False
-        short = shortfalls(self.spec.analysis.criteria, evidence)
-        if not short:
-            return True
-        why = "not enough evidence to promote: " + "; ".join(short)
-        if self.spec.analysis.on_inconclusive == "rollback":
-            self._roll_back("rollback", INCONCLUSIVE, why)
-        elif self.status.phase != "Paused" or self.status.pause_reason != "Inconclusive":
-            self._pause("Inconclusive", f"{why}; resume once more traffic has been judged")
-        return False
-
-    def _bake_needs_no_analysis(self) -> bool:
-        return _seconds(self.spec.promotion.bake_time) < _seconds(self.spec.analysis.interval)
+        return self._obey(verdict)
 
     # -- transitions -----------------------------------------------------------------------
 
@@ -710,7 +323,7 @@ class _Tick:
     def _start_step(self, number: int) -> None:
         step = self.spec.steps[number - 1]
         self.actions.append(SetWeight(step.share, step.mirrored))
-        share = self._share_of(step.share)
+        share = share_of(self.status, step.share)
         self._update(
             step=number,
             canary_weight=share,
@@ -739,23 +352,25 @@ class _Tick:
             self._update(step_started_at=self.obs.now)
             self.obs = replace(self.obs, measurement=None)
 
-    def _share_of(self, weight: int) -> int:
-        """The share ``weight`` really gives: for the replicas router, whole pods beside the
-        baseline's recorded replicas (the next ticks read the ready pods behind the Service)."""
-        original = self.status.original
-        if isinstance(original, ReplicasOriginal) and original.baseline_replicas:
-            return replica_share(original.baseline_replicas, weight)
-        return weight
-
     def _promote(self) -> None:
         self._update(pause_reason=None, promotion=None, step_started_at=self.obs.now)
         self._enter("Promoting", "promoting: the candidate is scaled for all traffic")
 
-    def _pause(
-        self,
-        why: Literal["User", "Inconclusive", "AwaitingApproval", "RouteChanged"],
-        text: str,
-    ) -> None:
+    def _obey(self, verdict: GateVerdict) -> bool:
+        """Apply a gate's verdict (engine/verdict.py); True when the tick's work goes on."""
+        self.actions += verdict.actions
+        if verdict.roll_back is not None:
+            self._roll_back("rollback", verdict.roll_back, verdict.reason)
+        elif verdict.fail is not None:
+            self._update(decision=self._decision("none", verdict.fail, verdict.reason))
+            self._enter("Failed", verdict.message)
+        elif verdict.pause is not None:
+            self._pause(verdict.pause, verdict.message)
+        elif verdict.message:
+            self._update(message=verdict.message)  # what the trial waits for
+        return verdict.passed
+
+    def _pause(self, why: PauseReason, text: str) -> None:
         self._update(pause_reason=why)
         self._enter("Paused", text)
 
@@ -767,14 +382,11 @@ class _Tick:
 
     def _keep_weight(self) -> None:
         """Re-apply the weight when the cluster no longer holds what the trial set."""
-        observed, expected = self.obs.observed_weight, requested_weight(self.status)
-        if self.obs.routing_conflict is not None:
-            return  # someone else's change: never overwritten (the trial pauses instead)
-        if observed is not None and expected is not None and observed != expected:
-            self._correction = len(self.actions)
-            self.actions.append(SetWeight(expected, mirror_at(self.spec, self.status)))
-            drift = f"routing held {observed}%, set back to {expected}%"
-            self.events.append(Event("Warning", "RoutingDrift", drift))
+        drift = set_back(self.spec, self.status, self.obs)
+        if drift is not None:
+            self._set_back_at = len(self.actions)
+            self.actions.append(drift[0])
+            self.events.append(drift[1])
 
     def _hold_for_spec_change(self) -> None:
         message = (
@@ -783,8 +395,7 @@ class _Tick:
         )
         if self.obs.action == "abort":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
-        conditions = self._condition(self._conditions(), SPEC_CHANGE_REJECTED, "True", message)
-        self._update(conditions=conditions)
+        self._set_condition(SPEC_CHANGE_REJECTED, "True", message, SPEC_CHANGE_REJECTED)
 
     def _enter(self, phase: Phase, message: str) -> None:
         if phase != self.status.phase:
@@ -810,21 +421,11 @@ class _Tick:
         frozen = self.status.criteria_hash
         return frozen is not None and frozen != criteria_hash(self.spec)
 
-    def _conditions(self) -> list[Condition]:
-        return list(self.status.conditions or [])
-
-    def _condition(
-        self,
-        conditions: list[Condition],
-        type_: str,
-        status: ConditionStatus,
-        message: str,
-        reason: str | None = None,
-    ) -> list[Condition]:
-        if reason is None:
-            reason = type_ if type_ == SPEC_CHANGE_REJECTED else (self.status.phase or "Pending")
-        return set_condition(
-            conditions,
+    def _set_condition(
+        self, type_: str, status: ConditionStatus, message: str, reason: str
+    ) -> None:
+        conditions = set_condition(
+            self.status.conditions or [],
             type_=type_,
             status=status,
             reason=reason,
@@ -832,56 +433,11 @@ class _Tick:
             generation=self.obs.generation,
             now=self.obs.now,
         )
+        self._update(conditions=conditions)
 
-    def _phase_conditions(self) -> list[Condition]:
-        phase = self.status.phase or "Pending"
-        message = self.status.message or ""
-        conditions = self._conditions()
-        ready: ConditionStatus = "True" if phase == "Promoted" else "False"
-        conditions = self._condition(conditions, "Ready", ready, message)
-        progressing: ConditionStatus = "True" if phase in _PROGRESSING_PHASES else "False"
-        conditions = self._condition(conditions, "Progressing", progressing, message)
-        if phase in _STALLED_PHASES:
-            decided = self.status.decision.reason if self.status.decision else message
-            conditions = self._condition(conditions, "Degraded", "True", decided)
-        else:
-            conditions = remove_condition(conditions, "Degraded")
-        return self._kstatus_conditions(conditions)
-
-    def _kstatus_conditions(self, conditions: list[Condition]) -> list[Condition]:
-        """Reconciling while the operator moves the trial on by itself, Stalled while only a
-        person can; otherwise neither (kstatus reads an absent condition as False, and then
-        Ready). A person's pause and a wait for approval are neither: kstatus reads them from
-        Ready=False as InProgress, since the trial has not reached its outcome and nothing is
-        wrong with it."""
-        phase = self.status.phase or "Pending"
-        stalled = self._stalled(conditions)
-        if stalled is not None:
-            reason, message = stalled
-            conditions = remove_condition(conditions, "Reconciling")
-            return self._condition(conditions, "Stalled", "True", message, reason)
-        conditions = remove_condition(conditions, "Stalled")
-        if phase in _RECONCILING_PHASES:
-            return self._condition(conditions, "Reconciling", "True", self.status.message or "")
-        return remove_condition(conditions, "Reconciling")
-
-    def _stalled(self, conditions: list[Condition]) -> tuple[str, str] | None:
-        """(reason, message) when the trial cannot go on without a person, else None."""
-        phase = self.status.phase or "Pending"
-        message = self.status.message or ""
-        if phase in _STALLED_PHASES:
-            return phase, self.status.decision.reason if self.status.decision else message
-        if phase == "Paused" and self.status.pause_reason in ("Inconclusive", "RouteChanged"):
-            return self.status.pause_reason, message
-        held = next((c for c in conditions if c.type == SPEC_CHANGE_REJECTED), None)
-        if held is not None and held.status == "True" and phase != "RollingBack":
-            return SPEC_CHANGE_REJECTED, held.message
-        return None
+    def _remove_condition(self, type_: str) -> None:
+        self._update(conditions=remove_condition(self.status.conditions or [], type_))
 
 
 def _replicas(count: int) -> str:
     return "1 replica" if count == 1 else f"{count} replicas"
-
-
-def _seconds(duration: str) -> timedelta:
-    return timedelta(seconds=duration_seconds(duration))

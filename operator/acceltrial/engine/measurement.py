@@ -42,8 +42,9 @@ from acceltrial.engine.costing import (
     plan_cost_inputs,
     requests_served,
 )
-from acceltrial.engine.lifecycle import Measurement, mirror_at, requested_weight
 from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, VariantTarget
+from acceltrial.engine.schedule import mirror_at, requested_weight
+from acceltrial.engine.ticks import Measurement
 from acceltrial.engine.weighing import judge_window, weigh
 
 Readings = Mapping[tuple[str, Variant], Reading]

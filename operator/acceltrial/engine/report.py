@@ -34,9 +34,9 @@ from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.compile_gate import with_compile_note
 from acceltrial.engine.economics import migration_total
 from acceltrial.engine.evidence import need_of
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.report_evidence import evidence_rows, judged_requests
+from acceltrial.engine.ticks import Measurement
 
 _FIGURES = {
     "request_rate": "requests_per_second",

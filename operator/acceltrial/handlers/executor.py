@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from acceltrial.api.status import TrialStatus
 from acceltrial.engine.candidate import PROMOTED_BY_LABEL, derive_deployment, derive_service
 from acceltrial.engine.compile_gate import StartCompile
-from acceltrial.engine.lifecycle import (
+from acceltrial.engine.ticks import (
     Action,
     DeployCandidate,
     HandOverCandidate,

@@ -29,13 +29,9 @@ from acceltrial.engine.capacity import (
     counts_launched,
     release_on_delete,
 )
-from acceltrial.engine.lifecycle import (
-    ClearUserAction,
-    Observation,
-    TickResult,
-    decide,
-    on_delete,
-)
+from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.ticks import ClearUserAction, Observation, TickResult
+from acceltrial.engine.undo import on_delete
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial

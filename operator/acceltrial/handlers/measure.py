@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from acceltrial.api.status import TrialStatus
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.measurement import (
     judge_measurement,
     measurement_requests,
@@ -20,6 +19,7 @@ from acceltrial.engine.measurement import (
 )
 from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
 from acceltrial.engine.metrics import MetricRequest, PresetMetric, Variant, offers
+from acceltrial.engine.ticks import Measurement
 from acceltrial.handlers.metrics_source import metrics_source
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.metrics.port import MetricsSource, RequestError, collect

@@ -10,9 +10,9 @@ from acceltrial.api.report import Report
 from acceltrial.api.status import TrialStatus
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.gitops import committable
-from acceltrial.engine.lifecycle import Measurement
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.report import ReportInputs, gitops_due, update_report, upload_due
+from acceltrial.engine.ticks import Measurement
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.reports.configmap import ConfigMapReports
 from acceltrial.providers.reports.port import ReportChanged

@@ -2,7 +2,7 @@
 
 :class:`TrialWorld` lives for one tick. It reads the cluster through one
 :class:`~acceltrial.handlers.snapshot.TickSnapshot` (each object read once), gathers an
-:class:`~acceltrial.engine.lifecycle.Observation` (preflight, routing, candidate readiness, a
+:class:`~acceltrial.engine.ticks.Observation` (preflight, routing, candidate readiness, a
 measurement when due) and hands the engine's actions to the executor and the tick's outcome to
 the report writer. The rules live in the engine (engine/preflight.py, engine/measurement.py,
 engine/report.py); the router is the one the spec names (providers/routing/registry.py).
@@ -21,17 +21,11 @@ from acceltrial.api.status import HpaOriginal, OriginalRouting, TrialStatus
 from acceltrial.engine.candidate import TrialRef, candidate_labels
 from acceltrial.engine.capacity import CapacityFinding
 from acceltrial.engine.compile_gate import CompileJobState
-from acceltrial.engine.lifecycle import (
-    Action,
-    Measurement,
-    Observation,
-    measurement_due,
-    mirror_at,
-    requested_weight,
-)
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.preflight import available, available_replicas
 from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.schedule import measurement_due, mirror_at, requested_weight
+from acceltrial.engine.ticks import Action, Measurement, Observation
 from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting
 from acceltrial.handlers.capacity import capacity_need, capacity_provider

@@ -4,6 +4,7 @@ times: preflight's targets, the measurement's targets, the prices, the report)."
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -60,12 +61,29 @@ def measured_tick(kube: Kube, namespace: str, router: str, status: TrialStatus, 
     return observation
 
 
+def as_routed(kube: Kube, namespace: str, router: str, status: TrialStatus, uid: str) -> Any:
+    """The status with the share the router reads once it holds still: the replicas router
+    counts the candidate's Ready pods, which the emulator may make Ready while a busy machine
+    runs this test (the tick measures only when the share read is the status's)."""
+    world = TrialWorld(kube, trial_spec(router), trial_ref(namespace, uid))
+    shares = []
+    for _ in range(50):
+        shares.append(world.observe(status, datetime.now(UTC), 1, None).observed_share)
+        if len(shares) >= 2 and shares[-1] == shares[-2]:
+            break
+        time.sleep(0.1)
+    if router == "gatewayapi":
+        return status
+    return status.model_copy(update={"canary_weight": shares[-1]})
+
+
 @pytest.mark.parametrize("router", ["gatewayapi", "replicas"])
 def test_a_measured_tick_reads_the_baseline_deployment_once(
     api: Api, kube: Kube, recorder: RecordingClient, namespace: str, router: str
 ) -> None:
     status = started_trial(api, kube, namespace, router)
     uid = api.get(f"{TRIAL_GVR.collection_path(namespace)}/llama3-inf2").body["metadata"]["uid"]
+    status = as_routed(kube, namespace, router, status, uid)
     recorder.sent.clear()
 
     observation = measured_tick(kube, namespace, router, status, uid)

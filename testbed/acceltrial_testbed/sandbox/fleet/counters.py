@@ -1,19 +1,13 @@
 """What one simulated model-server pod has served so far: the cumulative counts and histograms
-every exporter shape is rendered from, in the units the real servers count in, counting the
-requests drawn for it (``draws``)."""
+every exporter shape is rendered from, in the units the real servers count in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-from numpy.typing import NDArray
-
 from acceltrial.engine.metrics import Variant
-from acceltrial_testbed.sandbox.fleet.draws import PodDraws, RecentLoad
-from acceltrial_testbed.sandbox.fleet.model import ReplicaRates, ServingProfile
-
-Floats = NDArray[np.float64]
+from acceltrial_testbed.sandbox.fleet.model import ReplicaRates
 
 # Fine buckets (10% apart) so histogram_quantile() lands within a few percent of the truth;
 # real vLLM and TGI buckets are coarser, which only widens that error.
@@ -26,7 +20,6 @@ TOKEN_BUCKETS = tuple(float(2**i) for i in range(17))
 class Histogram:
     bounds: tuple[float, ...] = BUCKETS
     buckets: list[float] = field(default_factory=list)
-    """Cumulative: observations at or below each bound."""
     count: float = 0.0
     total: float = 0.0
 
@@ -34,17 +27,16 @@ class Histogram:
         if not self.buckets:
             self.buckets = [0.0] * len(self.bounds)
 
-    def observe(self, values: Floats, weights: Floats | None = None) -> None:
-        """Add one observation of each value (``weights[i]`` observations of ``values[i]``)."""
-        if len(values) == 0:
-            return
-        counts = np.ones(len(values)) if weights is None else weights
-        where = np.searchsorted(self.bounds, values, side="left")
-        per_bucket = np.bincount(where, weights=counts, minlength=len(self.bounds) + 1)
-        added = np.cumsum(per_bucket[: len(self.bounds)])
-        self.buckets = [float(b) for b in np.asarray(self.buckets) + added]
-        self.count += float(counts.sum())
-        self.total += float((values * counts).sum())
+    def observe(self, requests: float, cdf: Callable[[float], float], mean: float) -> None:
+        """Add ``requests`` observations distributed as ``cdf`` with the given mean."""
+        for i, bound in enumerate(self.bounds):
+            self.buckets[i] += requests * cdf(bound)
+        self.count += requests
+        self.total += requests * mean
+
+    def observe_exactly(self, requests: float, value: float) -> None:
+        """Add ``requests`` observations that are all ``value``."""
+        self.observe(requests, lambda bound: 1.0 if value <= bound else 0.0, value)
 
 
 @dataclass
@@ -75,19 +67,6 @@ class PodCounters:
     prompt_tokens: float = 0.0
     generated_tokens: float = 0.0
     rates: ReplicaRates | None = None
-    """The model's expected rates at what the pod is offered now."""
-    profile: ServingProfile | None = None
-    """The variant's profile now (regressions applied)."""
-    draws: PodDraws | None = None
-    """The pod's random streams: its arrivals and each request's latency, tokens, outcome."""
-    recent: RecentLoad = field(default_factory=RecentLoad)
-    """What it admitted lately: its accelerator's utilization and gauges follow it."""
-    utilization: float = 0.0
-    """Its accelerator's utilization (0..1), from the load it admitted lately."""
-    running: float = 0.0
-    """Requests being served, from the load it admitted lately (Little's law)."""
-    waiting: float = 0.0
-    """Requests waiting to be scheduled, likewise."""
     user_share: float = 1.0
     """The share of what it is offered now that users sent (the rest: mirrored copies, whose
     answers the gateway discards)."""

@@ -69,14 +69,10 @@ def _errors_in_the_step(judged: Judgement, criterion: Criterion, alpha: float) -
     requests, errors = judged.candidate_requests, judged.candidate_errors
     if judged.verdict == "Fail" or limit is None or requests is None or errors is None:
         return judged
-    p = error_ratio_p_value(round(errors), round(requests), limit)
-    if p >= alpha:
+    why = _beyond_chance(round(errors), round(requests), limit, alpha, "in this step")
+    if why is None:
         return judged
-    why = (
-        f"{errors:.0f} of the candidate's {requests:.0f} requests in this step failed; under an "
-        f"error ratio of {limit:.3g} that happens with probability {p:.2g} ({judged.reason})"
-    )
-    return replace(judged, verdict="Fail", reason=why)
+    return replace(judged, verdict="Fail", reason=f"{why} ({judged.reason})")
 
 
 def _requests(reading: Reading | None) -> float | None:
@@ -254,10 +250,18 @@ def _errors_in_the_bake(
     baked = [row for row in rows if row.step == 0 and row.candidate_errors is not None]
     served = round(sum(row.candidate_requests for row in baked))
     errors = round(sum(row.candidate_errors or 0.0 for row in baked))
-    p = error_ratio_p_value(errors, served, limit)
-    if served <= 0 or p >= alpha:
+    return _beyond_chance(errors, served, limit, alpha, "in the bake")
+
+
+def _beyond_chance(
+    errors: int, requests: int, limit: float, alpha: float, where: str
+) -> str | None:
+    """Why ``errors`` of ``requests`` are above an error ratio ``limit`` beyond chance (the
+    exact one-sided binomial test at ``alpha``), in words; None when they may be chance."""
+    p = error_ratio_p_value(errors, requests, limit)
+    if requests <= 0 or p >= alpha:
         return None
     return (
-        f"{errors} of the candidate's {served} requests in the bake failed; under an error "
+        f"{errors} of the candidate's {requests} requests {where} failed; under an error "
         f"ratio of {limit:.3g} that happens with probability {p:.2g}"
     )

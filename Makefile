@@ -53,7 +53,7 @@ demo-all: $(INSTALLED) tools ## Run every scenario in examples/scenarios, one af
 prometheus: ## Find or fetch Prometheus (PROMETHEUS_BIN, PATH, or Debian's package) into .tools/bin.
 	@scripts/prometheus.sh
 
-setup: $(INSTALLED) tools ## Create .venv with every dependency and the tools the tests run.
+setup: $(INSTALLED) tools ## Create .venv with the operator, every extra and the test bed (testbed/), and the tools the tests run.
 
 tools: $(INSTALLED) prometheus ## Put real kubectl v1.33, helm and Prometheus (with promtool) into .tools/bin.
 	@PYTHON=$(BIN)/python scripts/kube-tools.sh

@@ -101,6 +101,8 @@ class Driver:
     candidate_available: bool = True
     available_replicas: int = 1
     """Available candidate replicas while candidate_available."""
+    serving_replicas: int | None = None
+    """The candidate pods the router counts, when the test says."""
     autoscaler: AutoscalerBounds | None = None
     original: OriginalRouting = ORIGINAL
     """The routing the router records in preflight."""
@@ -128,6 +130,7 @@ class Driver:
             observed_share=observed_share,
             candidate_available=self.candidate_available,
             candidate_available_replicas=self.available_replicas if self.candidate_available else 0,
+            candidate_serving_replicas=self.serving_replicas,
             autoscaler=self.autoscaler,
             measurement=measured,
             action=action,
@@ -720,6 +723,24 @@ def test_a_step_waits_for_the_pods_its_share_needs() -> None:
     assert driver.status.step_started_at == driver.now, "the step counts from its 50%"
     driver.tick(observed_share=50, advance=timedelta(minutes=2))
     driver.tick(observed_share=50)
+    assert driver.status.phase in ("Promoting", "BakingIn")
+
+
+def test_a_step_passes_only_once_the_router_counts_its_pods_and_measures_their_share() -> None:
+    """The Deployment and the pods behind the Service are read apart: a pod the Deployment
+    counts Available while the router still gives 33% does not let the 50% step pass on its
+    33% measurements; once the router counts it, the step passes only on a measurement taken
+    at 50%."""
+    driver = at_the_50_percent_step_with_one_pod()
+    driver.available_replicas, driver.serving_replicas = 2, 1
+    for _ in range(3):
+        driver.tick(observed_share=33)
+    assert (driver.status.phase, driver.status.step) == ("Progressing", 2), "33% is not 50%"
+    driver.serving_replicas = 2
+    driver.tick(observed_share=50, outcome=None)
+    driver.tick(observed_share=50, advance=timedelta(minutes=3), outcome=None)
+    assert driver.status.step == 2, "no measurement at 50% yet"
+    driver.tick(observed_share=50, advance=timedelta(seconds=1))
     assert driver.status.phase in ("Promoting", "BakingIn")
 
 

@@ -10,7 +10,8 @@
   ``analysis.onInconclusive`` says;
 - the candidate, Available before the first step (``candidate_deployed``);
 - a step, served (``step_served``): with the replicas router the candidate pods its share needs
-  Available first, then its duration passed and its latest measurement harmless;
+  Available and counted by the router first, then its duration passed and a measurement taken
+  since its share last changed harmless;
 - the promotion's evidence (``enough_evidence``): engine/evidence.py's rule;
 - the candidate, scaled for all traffic (``candidate_scaled``) before it takes it;
 - the bake, done (``baked``).
@@ -153,13 +154,19 @@ def candidate_deployed(spec: TrialSpec, status: TrialStatus, seen: Observation) 
 
 def step_served(spec: TrialSpec, status: TrialStatus, seen: Observation) -> GateVerdict:
     """The current step has served: its pods (``_step_pods``), then its duration passed and
-    its latest measurement harmless."""
-    pods = _step_pods(spec, status, seen.candidate_available_replicas, seen.now)
+    its latest measurement, taken since the step's share last changed, harmless (a step never
+    passes on what a smaller share showed)."""
+    ready = seen.candidate_available_replicas
+    if seen.candidate_serving_replicas is not None:
+        # Available by the Deployment and counted by the router: the two are read apart.
+        ready = min(ready, seen.candidate_serving_replicas)
+    pods = _step_pods(spec, status, ready, seen.now)
     if not pods.passed:
         return pods
     started = status.step_started_at or seen.now
     step = spec.steps[(status.step or 1) - 1]
-    served = elapsed(started, step.duration, seen.now) and _latest_passed(status)
+    measured = status.last_measurement_at is not None and status.last_measurement_at > started
+    served = elapsed(started, step.duration, seen.now) and measured and _latest_passed(status)
     return PASSED if served else WAIT
 
 

@@ -140,6 +140,9 @@ class Observation:
     candidate_available: bool = False
     candidate_available_replicas: int = 0
     """Available replicas of the candidate Deployment."""
+    candidate_serving_replicas: int | None = None
+    """The candidate pods the router counts now (Ready, not terminating), read with
+    ``observed_share`` in the same tick; None when the trial does not route."""
     autoscaler: AutoscalerBounds | None = None
     """Bounds of the HorizontalPodAutoscaler recorded in status.original.hpa (while promoting)."""
     measurement: Measurement | None = None

@@ -97,13 +97,14 @@ class TrialWorld:
         routing = None
         if phase == "Preflight" and not problems and not waits and status.original is None:
             routing = self._snapshot()
-        observed_weight = conflict = refusal = share = None
+        observed_weight = conflict = refusal = share = serving = None
         routed = phase in ("Progressing", "Paused", "BakingIn")
         if routed and status.step:
             observed_weight = self.router.weight(status.original)
             conflict, refusal = self._route_verdicts(status)
         if routed:
             share = self.router.share(self._serving)
+            serving = self._serving().get("candidate", 0)
         due = measurement_due(self.spec, status, now, share)
         measurement = self.measure(status, now) if due else None
         forecast = phase == "Preflight" and not problems and not waits
@@ -121,6 +122,7 @@ class TrialWorld:
             route_refused=refusal,
             candidate_available=candidate is not None and available(candidate),
             candidate_available_replicas=available_replicas(candidate),
+            candidate_serving_replicas=serving,
             autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
             measurement=measurement,
             action=action,

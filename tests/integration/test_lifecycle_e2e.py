@@ -586,6 +586,16 @@ def replicasets_and_pods(api: Api, namespace: str) -> tuple[set[str], set[str]]:
     return {r["metadata"]["uid"] for r in sets}, {p["metadata"]["uid"] for p in pods}
 
 
+def baseline_pods_left(api: Api, namespace: str) -> list[str]:
+    """The pods that are not the candidate's, terminating ones included."""
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods").body["items"]
+    return [
+        p["metadata"]["name"]
+        for p in pods
+        if p["metadata"].get("labels", {}).get("acceltrial.dev/variant") != "candidate"
+    ]
+
+
 def apply_report_manifests(cluster: Backend, api: Api, namespace: str, folder: Path) -> list[str]:
     """``kubectl apply --server-side`` of the report's "commit these" manifests, as a GitOps
     sync would after the user committed them. Argo CD's server-side apply forces conflicts
@@ -613,6 +623,8 @@ def test_deleting_a_promoted_trial_leaves_the_candidate_serving_everything(
 ) -> None:
     status = run_trial(api, "handover", prometheus_url)
     assert status["phase"] == "Promoted", status.get("message")
+    # The baseline was scaled to zero at promotion: its pods go, on a busy machine seconds later.
+    eventually(lambda: not baseline_pods_left(api, "handover"), timeout=60)
     before = replicasets_and_pods(api, "handover")
     route = api.get("/apis/gateway.networking.k8s.io/v1/namespaces/handover/httproutes/llama3").body
     managers = {m.get("manager") for m in route["metadata"].get("managedFields") or []}

@@ -33,7 +33,7 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import RoundOutcome
 from acceltrial.engine.lifecycle import decide
 from acceltrial.engine.promotion import AutoscalerBounds
-from acceltrial.engine.schedule import criteria_hash, measurement_due
+from acceltrial.engine.schedule import criteria_hash, measurement_due, stage_end
 from acceltrial.engine.ticks import (
     Action,
     ClearUserAction,
@@ -179,6 +179,49 @@ def test_a_good_candidate_is_promoted_step_by_step() -> None:
     assert phases == [
         "Preflight", "Progressing", "Promoting", "BakingIn", "Promoted"
     ]  # fmt: skip
+
+
+def test_a_step_and_the_bake_are_judged_to_their_end_however_late_the_ticks_run() -> None:
+    """Ticks 45 s apart (a busy operator) with a 1-minute interval and 2-minute steps: a
+    measurement is taken at each step's and the bake's end, not only one interval after the
+    last, so each verdict, and the evidence the promotion counts, covers all of the step."""
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()  # step 1 begins
+    late = timedelta(seconds=45)
+    while driver.status.phase not in ("Promoted", "RolledBack"):
+        before = driver.status
+        driver.tick(advance=late)
+        moved = (before.step, before.phase) != (driver.status.step, driver.status.phase)
+        if moved and before.phase in ("Progressing", "BakingIn") and before.step:
+            end = stage_end(driver.spec, before)
+            assert end is not None
+            assert end <= driver.now
+            assert driver.status.last_measurement_at == driver.now, "measured at its end"
+    assert driver.status.phase == "Promoted"
+
+
+def test_a_measurement_is_due_at_a_steps_end_within_an_interval() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()
+    driver.tick(advance=timedelta(seconds=90))
+    assert driver.status.last_measurement_at == driver.now
+    end = stage_end(driver.spec, driver.status)
+    assert end is not None
+    assert not measurement_due(driver.spec, driver.status, end - timedelta(seconds=1))
+    assert measurement_due(driver.spec, driver.status, end), "30 s after the last: the end"
+
+
+def test_a_step_never_passes_on_a_measurement_from_before_its_end() -> None:
+    driver = Driver(make_spec())
+    driver.run_until("Progressing")
+    driver.tick()
+    driver.tick(advance=timedelta(seconds=90))
+    driver.tick(advance=timedelta(seconds=40), outcome=None)  # no reading at its end
+    assert driver.status.step == 1, "the latest measurement covers 90 s of 120"
+    driver.tick(advance=timedelta(seconds=1))
+    assert driver.status.step == 2
 
 
 def test_preflight_failure_changes_nothing() -> None:

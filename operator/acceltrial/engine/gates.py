@@ -10,8 +10,8 @@
   ``analysis.onInconclusive`` says;
 - the candidate, Available before the first step (``candidate_deployed``);
 - a step, served (``step_served``): with the replicas router the candidate pods its share needs
-  Available and counted by the router first, then its duration passed and a measurement taken
-  since its share last changed harmless;
+  Available and counted by the router first, then a harmless measurement covering the step to
+  its end (its duration counted from its last share change);
 - the promotion's evidence (``enough_evidence``): engine/evidence.py's rule;
 - the candidate, scaled for all traffic (``candidate_scaled``) before it takes it;
 - the bake, done (``baked``).
@@ -50,7 +50,13 @@ from acceltrial.engine.analysis import StepStatus, assess, tally
 from acceltrial.engine.compile_gate import compile_gate
 from acceltrial.engine.evidence import record, shortfalls
 from acceltrial.engine.routing import replicas_for_share, share_text
-from acceltrial.engine.schedule import as_timedelta, elapsed, mirror_at, requested_weight
+from acceltrial.engine.schedule import (
+    as_timedelta,
+    elapsed,
+    measured_to_end,
+    mirror_at,
+    requested_weight,
+)
 from acceltrial.engine.ticks import Measurement, Observation, RemoveCandidate, ScaleCandidate
 from acceltrial.engine.verdict import PASSED, WAIT, GateVerdict
 from acceltrial.engine.weighing import pooled_failures
@@ -153,9 +159,10 @@ def candidate_deployed(spec: TrialSpec, status: TrialStatus, seen: Observation) 
 
 
 def step_served(spec: TrialSpec, status: TrialStatus, seen: Observation) -> GateVerdict:
-    """The current step has served: its pods (``_step_pods``), then its duration passed and
-    its latest measurement, taken since the step's share last changed, harmless (a step never
-    passes on what a smaller share showed)."""
+    """The current step has served: its pods (``_step_pods``), then its latest measurement,
+    taken at or after its end (engine/schedule.py's ``stage_end``: its duration from its last
+    share change), harmless. So a step never passes on what a smaller share showed, and its
+    verdict and evidence cover all of it, however late the ticks run."""
     ready = seen.candidate_available_replicas
     if seen.candidate_serving_replicas is not None:
         # Available by the Deployment and counted by the router: the two are read apart.
@@ -163,10 +170,7 @@ def step_served(spec: TrialSpec, status: TrialStatus, seen: Observation) -> Gate
     pods = _step_pods(spec, status, ready, seen.now)
     if not pods.passed:
         return pods
-    started = status.step_started_at or seen.now
-    step = spec.steps[(status.step or 1) - 1]
-    measured = status.last_measurement_at is not None and status.last_measurement_at > started
-    served = elapsed(started, step.duration, seen.now) and measured and _latest_passed(status)
+    served = measured_to_end(spec, status) and _latest_passed(status)
     return PASSED if served else WAIT
 
 
@@ -245,10 +249,12 @@ def candidate_scaled(
 
 
 def baked(spec: TrialSpec, status: TrialStatus, now: datetime) -> bool:
-    """The bake has lasted ``promotion.bakeTime`` and its latest measurement saw no harm (none
-    is asked of a bake shorter than one ``analysis.interval``)."""
+    """The bake has lasted ``promotion.bakeTime`` and its latest measurement, taken at or after
+    its end, saw no harm (none is asked of a bake shorter than one ``analysis.interval``)."""
     started = status.step_started_at or now
     if not elapsed(started, spec.promotion.bake_time, now):
         return False
     bake, interval = spec.promotion.bake_time, spec.analysis.interval
-    return as_timedelta(bake) < as_timedelta(interval) or _latest_passed(status)
+    if as_timedelta(bake) < as_timedelta(interval):
+        return True
+    return measured_to_end(spec, status) and _latest_passed(status)

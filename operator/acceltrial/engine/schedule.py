@@ -89,7 +89,32 @@ def measurement_due(
     if share is not None and share != status.canary_weight:
         return False
     since = max(status.step_started_at, status.last_measurement_at or status.step_started_at)
-    return elapsed(since, spec.analysis.interval, now)
+    end = stage_end(spec, status)
+    closing = end is not None and now >= end and since < end
+    return closing or elapsed(since, spec.analysis.interval, now)
+
+
+def stage_end(spec: TrialSpec, status: TrialStatus) -> datetime | None:
+    """When the current step (or the bake) has lasted its duration, counted from its last
+    share change; None while paused, where nothing ends by itself. A measurement is due then,
+    so the verdict on a step rests on all of it: on a busy machine as on a quiet one, a step
+    and a bake bring the requests their durations imply, not what the last tick before their
+    end happened to see."""
+    if status.step_started_at is None:
+        return None
+    if status.phase == "BakingIn":
+        return status.step_started_at + as_timedelta(spec.promotion.bake_time)
+    if status.phase == "Progressing" and status.step:
+        duration = spec.steps[status.step - 1].duration
+        return status.step_started_at + as_timedelta(duration)
+    return None
+
+
+def measured_to_end(spec: TrialSpec, status: TrialStatus) -> bool:
+    """Whether the latest measurement covers the current step or bake to its end."""
+    end = stage_end(spec, status)
+    last = status.last_measurement_at
+    return end is not None and last is not None and last >= end
 
 
 def as_timedelta(duration: str) -> timedelta:

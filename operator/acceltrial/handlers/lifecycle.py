@@ -30,7 +30,7 @@ from acceltrial.engine.capacity import (
     release_on_delete,
 )
 from acceltrial.engine.lifecycle import decide
-from acceltrial.engine.ticks import ClearUserAction, Observation, TickResult
+from acceltrial.engine.ticks import ClearUserAction, Observation, SetWeight, TickResult
 from acceltrial.engine.undo import on_delete
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
@@ -79,14 +79,14 @@ def _tick(body: kopf.Body, memo: kopf.Memo, on_baselines: TrialIndex, delay: flo
     generation = int(body.meta.get("generation") or 0)
     try:
         observation = world.observe(status, now, generation, action)
-        result = _act(world, decide(spec, status, observation), delay)
+        result = _act(world, decide(spec, status, observation), delay, now)
         result = _settle_capacity(world, status, result, now)
     except KubeError as error:
         if not error.permanent or status.phase == "RollingBack":
             raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
         LOG.warning("trial %s: %s", trial.name, error)
         observation = Observation(now=now, generation=generation, refused=str(error))
-        result = _act(world, decide(spec, status, observation), delay)
+        result = _act(world, decide(spec, status, observation), delay, now)
         result = _settle_capacity(world, status, result, now)
     except RoutingProblem as error:
         raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
@@ -154,7 +154,7 @@ def _write(
         raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
 
 
-def _act(world: TrialWorld, result: TickResult, delay: float) -> TickResult:
+def _act(world: TrialWorld, result: TickResult, delay: float, began: datetime) -> TickResult:
     """Apply the engine's actions in order (an error leaves the status unwritten)."""
     try:
         for step in result.actions:
@@ -162,7 +162,19 @@ def _act(world: TrialWorld, result: TickResult, delay: float) -> TickResult:
                 world.execute(step, result.status)
     except RoutingProblem as error:
         raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
-    return result
+    return counted_from_the_write(result, began)
+
+
+def counted_from_the_write(result: TickResult, began: datetime) -> TickResult:
+    """A step (or the bake) this tick began counts from when its weight was written, not from
+    when the tick began: on a busy cluster a tick's reads and writes take seconds, and a step's
+    windows from the tick's start would hold the previous share's requests and miss as many of
+    its own at its end."""
+    weighed = any(isinstance(step, SetWeight) for step in result.actions)
+    if not weighed or result.status.step_started_at != began:
+        return result
+    written = result.status.model_copy(update={"step_started_at": datetime.now(UTC)})
+    return replace(result, status=written)
 
 
 def _settle_capacity(

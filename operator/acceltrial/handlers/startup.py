@@ -14,6 +14,7 @@ from acceltrial.handlers.peering import configure_peering
 from acceltrial.kube.gateway import Kube
 
 ANNOTATION_PREFIX = "acceltrial.dev"
+TIMER_EXIT_POLLING_SECONDS = 1.0
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
@@ -25,6 +26,10 @@ def configure(settings: kopf.OperatorSettings) -> None:
         prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
     )
     settings.persistence.finalizer = f"{ANNOTATION_PREFIX}/finalizer"
+    # A trial deleted while its tick runs keeps kopf's finalizer until the tick returns; kopf
+    # looks again after this many seconds (60 by default: a minute's wait for `kubectl delete`
+    # after the rollback it asked for was done).
+    settings.background.cancellation_polling = TIMER_EXIT_POLLING_SECONDS
     settings.posting.level = logging.INFO
 
 

@@ -14,7 +14,6 @@ The fleet itself is the model servers' collector (``servers`` says in which shap
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,6 +46,7 @@ from acceltrial_testbed.sandbox.fleet.servers import (
     VllmShape,
     families,
 )
+from acceltrial_testbed.sandbox.fleet.serving import HistogramRows
 from acceltrial_testbed.sandbox.fleet.ticking import Ticking
 from acceltrial_testbed.sandbox.fleet.traffic import (
     ClusterView,
@@ -270,24 +270,15 @@ class Fleet(Collector):
         pod.started = max(pod.started, pod.succeeded + pod.failed + rates.running + rates.waiting)
         pod.prompt_tokens += ok * self.spec.prompt_tokens
         pod.generated_tokens += ok * generated
-        pod.e2e.observe(ok, rates.latency_cdf, rates.mean_latency)
-        pod.ttft.observe(
-            ok, lambda s: rates.latency_cdf(s / TTFT_SHARE), rates.mean_latency * TTFT_SHARE
-        )
+        median, sigma, mean = rates.latency_median, rates.sigma, rates.mean_latency
+        pod.e2e.observe_lognormal(ok, median, sigma, mean)
+        # The first token and each later one take fixed shares of a request's latency.
+        pod.ttft.observe_lognormal(ok, median * TTFT_SHARE, sigma, mean * TTFT_SHARE)
         per_token = (1 - TTFT_SHARE) / max(1, generated)
         # Each request contributes one inter-token sample per generated token.
-        pod.itl.observe(
-            ok * generated,
-            lambda s: rates.latency_cdf(s / per_token),
-            rates.mean_latency * per_token,
-        )
-        pod.time_per_token.observe(
-            ok, lambda s: rates.latency_cdf(s / per_token), rates.mean_latency * per_token
-        )
-        wait = rates.mean_wait
-        pod.queue.observe(
-            ok, lambda s: 1.0 if wait <= 0 else 1 - math.exp(-s / wait), max(0.0, wait)
-        )
+        pod.itl.observe_lognormal(ok * generated, median * per_token, sigma, mean * per_token)
+        pod.time_per_token.observe_lognormal(ok, median * per_token, sigma, mean * per_token)
+        pod.queue.observe_exponential(ok, rates.mean_wait)
         pod.generated_per_request.observe_exactly(ok, generated)
         pod.prompt_per_request.observe_exactly(ok, self.spec.prompt_tokens)
 
@@ -338,7 +329,10 @@ class Fleet(Collector):
             rendered = list(families(self.spec.server, served, self.spec.model_name))
             stamp = self._wall_clock()
         for family in rendered:
-            family.samples = [sample._replace(timestamp=stamp) for sample in family.samples]
+            if isinstance(family, HistogramRows):
+                family.timestamp = stamp
+            else:
+                family.samples = [sample._replace(timestamp=stamp) for sample in family.samples]
         yield from rendered
 
     def node_exporters(self) -> list[NodeExporter]:

@@ -25,12 +25,11 @@ from typing import Literal
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
-    HistogramMetricFamily,
     Metric,
 )
 
 from acceltrial_testbed.sandbox.fleet.counters import Histogram, PodCounters
-from acceltrial_testbed.sandbox.fleet.serving import BareCounter
+from acceltrial_testbed.sandbox.fleet.serving import BareCounter, HistogramRows
 
 Server = Literal["vllm", "tgi"]
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -83,23 +82,18 @@ def families(server: Server, pods: Sequence[ServedPod], model: str) -> Iterator[
         yield from _vllm(pods, model)
 
 
-def _add_histogram(family: HistogramMetricFamily, key: list[str], hist: Histogram) -> None:
-    buckets = [(repr(b), c) for b, c in zip(hist.bounds, hist.buckets, strict=True)]
-    family.add_metric(key, [*buckets, ("+Inf", hist.count)], sum_value=hist.total)
+def _add_histogram(family: HistogramRows, key: list[str], hist: Histogram) -> None:
+    family.add_row(key, hist)
 
 
 def _vllm(pods: Sequence[ServedPod], model: str) -> Iterator[Metric]:
     labels = ["namespace", "pod", "model_name", "engine"]
-    e2e = HistogramMetricFamily(
+    e2e = HistogramRows(
         "vllm:e2e_request_latency_seconds", "End-to-end request latency.", labels=labels
     )
-    ttft = HistogramMetricFamily(
-        "vllm:time_to_first_token_seconds", "Time to first token.", labels=labels
-    )
-    itl = HistogramMetricFamily(
-        "vllm:inter_token_latency_seconds", "Inter-token latency.", labels=labels
-    )
-    tpot = HistogramMetricFamily(
+    ttft = HistogramRows("vllm:time_to_first_token_seconds", "Time to first token.", labels=labels)
+    itl = HistogramRows("vllm:inter_token_latency_seconds", "Inter-token latency.", labels=labels)
+    tpot = HistogramRows(
         "vllm:time_per_output_token_seconds", "Time per output token.", labels=labels
     )
     success = CounterMetricFamily(
@@ -152,8 +146,7 @@ def _tgi(pods: Sequence[ServedPod]) -> Iterator[Metric]:
         "tgi_request_input_length": ("prompt_per_request", "Input length in tokens."),
     }
     hist_families = {
-        name: HistogramMetricFamily(name, doc, labels=labels)
-        for name, (_, doc) in histograms.items()
+        name: HistogramRows(name, doc, labels=labels) for name, (_, doc) in histograms.items()
     }
     count = BareCounter("tgi_request_count", "Requests started.")
     success = BareCounter("tgi_request_success", "Requests finished successfully.")

@@ -24,6 +24,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from acceltrial_testbed.sandbox.fleet.accelerators import NodeExporter
+from acceltrial_testbed.sandbox.fleet.counters import Histogram
 from acceltrial_testbed.sandbox.servicemonitor import EndpointTarget, ServiceMonitor, scrape_job
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -36,6 +37,44 @@ class BareCounter(Metric):
         super().__init__(name, documentation, "counter")
 
 
+class HistogramRows(Metric):
+    """A histogram family written straight to text, one row per label set: the fleet's
+    histograms have 124 buckets, and a scrape of a few pods through prometheus_client's
+    per-sample objects took longer than Prometheus' one-second timeout on a busy machine.
+    Each row's bucket lines keep their label text from one scrape to the next."""
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str]) -> None:
+        super().__init__(name, documentation, "histogram")
+        self.labelnames = tuple(labels)
+        self.rows: list[tuple[tuple[str, ...], Histogram]] = []
+        self.timestamp: float | None = None
+
+    def add_row(self, values: Sequence[str], histogram: Histogram) -> None:
+        """The histogram of one label set, as it stands now (its counts are copied)."""
+        snapshot = Histogram(histogram.bounds, histogram.buckets.copy())
+        snapshot.count, snapshot.total = histogram.count, histogram.total
+        self.rows.append((tuple(values), snapshot))
+
+    def text(self) -> Iterator[str]:
+        stamp = "" if self.timestamp is None else f" {round(self.timestamp * 1000)}"
+        for values, histogram in self.rows:
+            labels = tuple(zip(self.labelnames, values, strict=True))
+            prefixes = _bucket_prefixes(self.name, labels, histogram.bounds)
+            for prefix, count in zip(prefixes, histogram.buckets.tolist(), strict=True):
+                yield f"{prefix}{count!r}{stamp}"
+            where = _labels((*labels, ("le", "+Inf")))
+            yield f"{self.name}_bucket{where} {_number(histogram.count)}{stamp}"
+            yield f"{self.name}_count{_labels(labels)} {_number(histogram.count)}{stamp}"
+            yield f"{self.name}_sum{_labels(labels)} {_number(histogram.total)}{stamp}"
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _bucket_prefixes(
+    name: str, labels: tuple[tuple[str, str], ...], bounds: tuple[float, ...]
+) -> tuple[str, ...]:
+    return tuple(f"{name}_bucket{_labels((*labels, ('le', repr(b))))} " for b in bounds)
+
+
 def exposition(families: Iterable[Metric]) -> str:
     """The text format (version 0.0.4) of ``families``."""
     lines: list[str] = []
@@ -44,6 +83,9 @@ def exposition(families: Iterable[Metric]) -> str:
         documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
         lines.append(f"# HELP {name} {documentation}")
         lines.append(f"# TYPE {name} {family.type}")
+        if isinstance(family, HistogramRows):
+            lines.extend(family.text())
+            continue
         for sample in family.samples:
             where = _labels(tuple(sample.labels.items()))
             stamp = "" if sample.timestamp is None else f" {round(float(sample.timestamp) * 1000)}"

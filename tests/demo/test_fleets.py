@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.client import HTTPResponse
-from urllib.request import Request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -34,9 +32,9 @@ class CountedAccess(Access):
 
     asked: list[str] = field(default_factory=list)
 
-    def open(self, request: Request | str, timeout: float) -> HTTPResponse:
-        self.asked.append(request if isinstance(request, str) else request.full_url)
-        return super().open(request, timeout)
+    def get(self, path: str, timeout: float) -> tuple[int, bytes]:
+        self.asked.append(self.url + path)
+        return super().get(path, timeout)
 
 
 def install(client: Client, namespace: str) -> None:

@@ -10,7 +10,6 @@ backend: the no-traffic scenario's broken gateway.
 from __future__ import annotations
 
 import json
-import urllib.error
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,14 +117,13 @@ def read_nodes(cluster: Access | str) -> list[Manifest]:
 
 
 def _get(access: Access, path: str) -> Manifest:
-    try:
-        with access.open(path, timeout=5) as reply:
-            result: Manifest = json.loads(reply.read())
-            return result
-    except urllib.error.HTTPError as error:
-        if error.code == 404:
-            return {}
-        raise
+    status, body = access.get(path, timeout=5)
+    if status == 404:
+        return {}
+    if status >= 400:
+        raise OSError(f"GET {path}: HTTP {status}: {body[:200]!r}")
+    result: Manifest = json.loads(body)
+    return result
 
 
 def split(view: ClusterView, entry: Entry, rps: float) -> dict[str, float]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,10 +40,6 @@ class Histogram:
         if len(self.buckets) != len(self.bounds):
             self.buckets = np.zeros(len(self.bounds))
 
-    def observe(self, requests: float, cdf: Callable[[float], float], mean: float) -> None:
-        """Add ``requests`` observations distributed as ``cdf`` with the given mean."""
-        self._add(requests, np.array([cdf(bound) for bound in self.bounds]), mean)
-
     def observe_lognormal(self, requests: float, median: float, sigma: float, mean: float) -> None:
         """Add ``requests`` observations log-normal with ``median`` and ``sigma`` (the log's
         standard deviation) and the given mean: all bounds at once, as a fleet of dozens of
@@ -65,7 +60,7 @@ class Histogram:
 
     def observe_exactly(self, requests: float, value: float) -> None:
         """Add ``requests`` observations that are all ``value``."""
-        self.observe(requests, lambda bound: 1.0 if value <= bound else 0.0, value)
+        self._add(requests, (value <= np.asarray(self.bounds)).astype(np.float64), value)
 
 
 @dataclass

@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,20 @@ TOOLS_BIN = REPO / ".tools" / "bin"
 TIMINGS = os.environ.get("ACCELTRIAL_TEST_TIMINGS")
 """A file to append each test's wall time and the machine's busy CPU time meanwhile to, one JSON
 object a line (scripts/test_durations.py reads it; docs/testing.md)."""
+
+
+def _proxies_read_once() -> None:
+    """pytest rewrites ``PYTEST_CURRENT_TEST`` at every test while the threads of ``@together``
+    tests, the demos and the fleet open HTTP connections; urllib reads the whole environment for
+    proxy settings on every request and raises KeyError when a key goes meanwhile (it failed a
+    CI run). The test process reads them once."""
+    proxies = urllib.request.getproxies_environment()
+    bypass = urllib.request.proxy_bypass_environment
+    urllib.request.getproxies = lambda: dict(proxies)
+    urllib.request.proxy_bypass = lambda host: bypass(host, dict(proxies))
+
+
+_proxies_read_once()
 
 
 def tool(name: str) -> str:

@@ -89,17 +89,16 @@ def measurement_due(
     if share is not None and share != status.canary_weight:
         return False
     since = max(status.step_started_at, status.last_measurement_at or status.step_started_at)
-    end = stage_end(spec, status)
-    closing = end is not None and now >= end and since < end
-    return closing or elapsed(since, spec.analysis.interval, now)
+    return elapsed(since, spec.analysis.interval, now)
 
 
 def stage_end(spec: TrialSpec, status: TrialStatus) -> datetime | None:
     """When the current step (or the bake) has lasted its duration, counted from its last
-    share change; None while paused, where nothing ends by itself. A measurement is due then,
-    so the verdict on a step rests on all of it: on a busy machine as on a quiet one, a step
-    and a bake bring the requests their durations imply, not what the last tick before their
-    end happened to see."""
+    share change; None while paused, where nothing ends by itself. A step passes only on a
+    measurement taken at or after it (``measured_to_end``): its verdict rests on its last
+    window, not on one a busy operator took well before its end. (No extra measurement is
+    taken at the end: each window spans one ``analysis.interval``, and one less than an
+    interval after the last would count requests twice in the promotion's evidence.)"""
     if status.step_started_at is None:
         return None
     if status.phase == "BakingIn":

@@ -14,7 +14,7 @@ from acceltrial.api.report import TIMELINE_LIMIT, Point, Report, read_report
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.kube.gateway import Kube, KubeError
 from acceltrial.providers.reports.configmap import REPORT_MAX_BYTES, ConfigMapReports, fitted
-from tests.sandbox.conftest import CONFIGMAPS, Api, Backend, configmap
+from tests.sandbox.conftest import CONFIGMAPS, Api, Backend, Reply, configmap, eventually
 from tests.unit.test_long_report import run
 
 
@@ -47,7 +47,15 @@ def test_a_long_trials_report_is_written_thinned_where_it_whole_is_refused(
     assert error.value.status == 422
 
     ConfigMapReports(kube).save(trial, report)
-    stored = api.get(f"{CONFIGMAPS}/trial-report").body
+
+    def read() -> Reply | None:
+        # A busy API server may answer the 1 MiB read with a 429 or a 5xx: asked again.
+        reply = api.get(f"{CONFIGMAPS}/trial-report")
+        return reply if reply.status != 429 and reply.status < 500 else None
+
+    answer = eventually(read, timeout=60)
+    assert answer.status == 200, answer.body
+    stored = answer.body
     kept = read_report(stored)
     assert kept is not None
     assert len(stored["data"]["report.json"].encode()) <= REPORT_MAX_BYTES

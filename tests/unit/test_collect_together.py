@@ -87,11 +87,16 @@ def test_during_the_bake_the_baseline_is_a_question_of_its_own() -> None:
     """At 100% the baseline is read over its last window of traffic: another time, another
     question."""
     baking = TrialStatus(phase="BakingIn", step=1, canary_weight=100, step_started_at=NOW)
-    source = MemorySource()
+    source = AnsweringEverything()
     questions = run(EXAMPLE, baking, source)
     ends = {a.end for a in source.asked if a.request.variant == "baseline"}
     assert ends == {NOW}
     assert questions == 4  # both kinds, for each of the two windows
+
+
+class AnsweringEverything(MemorySource):
+    def _reading(self, request: MetricRequest, target: VariantTarget) -> Reading:
+        return Reading(values=(1.0,), series=1)
 
 
 def test_a_refused_own_query_fails_only_its_own_criterion() -> None:
@@ -141,3 +146,12 @@ def test_a_question_holds_a_bounded_number_of_readings() -> None:
     source = MemorySource()
     assert collect(requests, source, TARGETS, window, NO_WAIT).queries == 2
     assert len(source.asked) == MAX_ASKS_PER_QUESTION + 1
+
+
+def test_in_the_bake_the_baseline_may_reach_back_three_intervals_and_no_further() -> None:
+    baking = TrialStatus(phase="BakingIn", step=1, canary_weight=100, step_started_at=NOW)
+    planned = plan_measurement(EXAMPLE, baking, NOW + timedelta(minutes=2))
+    assert planned.window.baseline_end == NOW
+    # The example's analysis interval is one minute.
+    assert planned.window.baseline_earlier == tuple(NOW - timedelta(minutes=k) for k in (1, 2, 3))
+    assert plan_measurement(EXAMPLE, STEP, NOW).window.baseline_earlier == ()

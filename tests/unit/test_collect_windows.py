@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from acceltrial.engine.analysis import MeasurementWindow
+from acceltrial.engine.analysis import MeasurementWindow, Reading
 from acceltrial.engine.metrics import MetricRequest, PresetMetric, Variant, VariantTarget
 from acceltrial.providers.metrics.port import collect
 from tests.unit.memory_metrics import MemorySource
@@ -56,3 +56,45 @@ def test_each_variant_is_read_for_its_own_pods() -> None:
         "baseline": ("web-1",),
         "candidate": ("web-c-1",),
     }
+
+
+class GapAtBakeStart(MemorySource):
+    """The baseline's window ending at the bake's start lost its scrapes; earlier ones have data."""
+
+    def read_together(self, asks, start, end, resolution_seconds):  # type: ignore[no-untyped-def]
+        readings = super().read_together(asks, start, end, resolution_seconds)
+        return [
+            Reading() if a.request.variant == "baseline" and end == BAKE_START else r
+            for a, r in zip(asks, readings, strict=True)
+        ]
+
+
+def test_an_empty_baseline_window_at_the_bake_start_reaches_back_to_one_with_data() -> None:
+    source = GapAtBakeStart(
+        readings={("error_ratio", "baseline"): Reading(values=(0.01,), series=1)}
+    )
+    earlier = (BAKE_START - timedelta(seconds=60), BAKE_START - timedelta(seconds=120))
+    window = MeasurementWindow(BAKE_START, NOW, 15.0, BAKE_START, earlier)
+    readings = collect(planned("error_ratio", "instant"), source, TARGETS, window).readings
+    assert readings[("c", "baseline")].values == (0.01,)
+    # One interval back had data, so the second was never asked.
+    assert [a.end for a in source.asked if a.request.variant == "baseline"] == [
+        BAKE_START,
+        earlier[0],
+    ]
+
+
+def test_a_baseline_window_with_data_is_not_asked_again() -> None:
+    source = MemorySource(readings={("error_ratio", "baseline"): Reading(values=(0.0,), series=1)})
+    window = MeasurementWindow(BAKE_START, NOW, 15.0, BAKE_START, (BAKE_START,))
+    collect(planned("error_ratio", "instant"), source, TARGETS, window)
+    assert [a.end for a in source.asked if a.request.variant == "baseline"] == [BAKE_START]
+
+
+def test_a_baseline_empty_everywhere_stays_empty_after_every_earlier_end() -> None:
+    earlier = tuple(BAKE_START - timedelta(seconds=60 * k) for k in (1, 2, 3))
+    source = MemorySource()
+    window = MeasurementWindow(BAKE_START, NOW, 15.0, BAKE_START, earlier)
+    readings = collect(planned("error_ratio", "instant"), source, TARGETS, window).readings
+    assert readings[("c", "baseline")].values == ()
+    assert len([a for a in source.asked if a.request.variant == "baseline"]) == 4

@@ -58,6 +58,14 @@ class MeasurementWindow:
     baseline_end: datetime | None = None
     """When the baseline is measured, if not at ``end``: during the bake the baseline serves
     nothing, so it is measured over the last window in which it still served traffic."""
+    baseline_earlier: tuple[datetime, ...] = ()
+    """Earlier ends to measure the baseline at, in order, where its reading at ``baseline_end``
+    came back empty (a scrape missed there): its traffic before then is as good a reference,
+    and without one the bake would wait for data that can never come."""
+
+    def baseline_at(self, end: datetime) -> MeasurementWindow:
+        """This window with the baseline measured at ``end`` instead, and no earlier end."""
+        return MeasurementWindow(self.start, self.end, self.resolution_seconds, end)
 
     def for_variant(self, variant: Variant) -> tuple[datetime, datetime]:
         """The (start, end) a variant's queries are evaluated over."""

@@ -161,8 +161,8 @@ def candidate_deployed(spec: TrialSpec, status: TrialStatus, seen: Observation) 
 def step_served(spec: TrialSpec, status: TrialStatus, seen: Observation) -> GateVerdict:
     """The current step has served: its pods (``_step_pods``), then its latest measurement,
     taken at or after its end (engine/schedule.py's ``stage_end``: its duration from its last
-    share change), harmless. So a step never passes on what a smaller share showed, and its
-    verdict and evidence cover all of it, however late the ticks run."""
+    share change), harmless. So a step never passes on what a smaller share showed, nor on a
+    window a busy operator took well before its end."""
     ready = seen.candidate_available_replicas
     if seen.candidate_serving_replicas is not None:
         # Available by the Deployment and counted by the router: the two are read apart.

@@ -49,6 +49,10 @@ from acceltrial.engine.weighing import judge_window, weigh
 
 Readings = Mapping[tuple[str, Variant], Reading]
 
+BASELINE_REACH_BACK = (1, 2, 3)
+"""During the bake, how many intervals before its start the baseline's reading may reach back,
+in turn, where the window ending at its start has no data."""
+
 
 @dataclass(frozen=True)
 class MeasurementPlan:
@@ -83,11 +87,17 @@ def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> Mea
     baking = status.phase == "BakingIn" or (
         status.phase == "Paused" and weight == 100 and status.promotion is not None
     )
-    # At 100% the baseline serves nothing: compare with its last window of traffic.
+    # At 100% the baseline serves nothing: compare with its last window of traffic, or the
+    # one before it where a scrape missed that.
     baseline_end = status.step_started_at if baking else None
+    earlier = (
+        tuple(baseline_end - timedelta(seconds=k * interval) for k in BASELINE_REACH_BACK)
+        if baseline_end is not None
+        else ()
+    )
     step = 0 if baking else status.step or 0
     return MeasurementPlan(
-        window=MeasurementWindow(start, now, max(1.0, interval / 4), baseline_end),
+        window=MeasurementWindow(start, now, max(1.0, interval / 4), baseline_end, earlier),
         cost_window=CostWindow(now, interval, requested, status.step_started_at, baking),
         weight=weight,
         requested=requested,

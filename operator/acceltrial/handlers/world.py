@@ -103,8 +103,7 @@ class TrialWorld:
             observed_weight = self.router.weight(status.original)
             conflict, refusal = self._route_verdicts(status)
         if routed:
-            share = self.router.share(self._serving)
-            serving = self._serving().get("candidate", 0)
+            share, serving = self._share()
         due = measurement_due(self.spec, status, now, share)
         measurement = self.measure(status, now) if due else None
         forecast = phase == "Preflight" and not problems and not waits
@@ -138,6 +137,18 @@ class TrialWorld:
         mirror = mirror_at(self.spec, status)
         conflict = self.router.conflict(requested_weight(status), status.original, mirror)
         return conflict, self.router.refusal()
+
+    def _share(self) -> tuple[int | None, int | None]:
+        """The share the router reads, and the candidate pods it counted for it (None when it
+        reads no pods: the gateway's share is the weight written)."""
+        counted: list[dict[Variant, int]] = []
+
+        def serving() -> dict[Variant, int]:
+            counted.append(self._serving())
+            return counted[-1]
+
+        share = self.router.share(serving)
+        return share, counted[-1].get("candidate", 0) if counted else None
 
     def _serving(self) -> dict[Variant, int]:
         """Each variant's pods that take traffic now, as the measurement's targets count them."""

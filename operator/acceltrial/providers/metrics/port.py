@@ -134,7 +134,32 @@ def collect(
         for pending, reading in zip(question, readings, strict=True):
             for filed_under in pending.filed_under:
                 collection.readings[filed_under] = reading
+    for earlier in window.baseline_earlier:
+        _reach_back(collection, requests, source, targets, window.baseline_at(earlier), retry=retry)
     return collection
+
+
+def _reach_back(
+    collection: Collection,
+    requests: Sequence[MetricRequest],
+    source: MetricsSource,
+    targets: Mapping[Variant, VariantTarget],
+    earlier: MeasurementWindow,
+    *,
+    retry: Retry | None,
+) -> None:
+    """Ask the baseline's empty readings again at an earlier end; keep what now has data."""
+    empty = {
+        key
+        for key, reading in collection.readings.items()
+        if key[1] == "baseline" and reading.error is None and not reading.values
+    }
+    again = [r for r in requests if (r.criterion, r.variant) in empty]
+    if not again:
+        return
+    found = collect(again, source, targets, earlier, retry)
+    collection.queries += found.queries
+    collection.readings.update({k: r for k, r in found.readings.items() if r.values})
 
 
 def _questions(

@@ -64,12 +64,6 @@ class ReplicaRates:
     running: float
     waiting: float
 
-    def latency_cdf(self, seconds: float) -> float:
-        """Share of successful requests that finished within ``seconds``."""
-        if seconds <= 0:
-            return 0.0
-        return NormalDist(math.log(self.latency_median), self.sigma).cdf(math.log(seconds))
-
     def latency_quantile(self, q: float) -> float:
         return math.exp(NormalDist(math.log(self.latency_median), self.sigma).inv_cdf(q))
 

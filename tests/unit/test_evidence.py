@@ -44,7 +44,7 @@ from acceltrial.engine.evidence import (
 from acceltrial.engine.lifecycle import decide
 from acceltrial.engine.schedule import criteria_hash, measurement_due
 from acceltrial.engine.ticks import Measurement, Observation
-from acceltrial.engine.weighing import judge_window, pooled_failures
+from acceltrial.engine.weighing import judge_window, pooled_failures, weigh
 
 T0 = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 
@@ -147,6 +147,15 @@ def test_a_window_on_few_requests_is_thin_unless_the_breach_is_decisive(
     judged = judge_window(criterion(**fields), None, reading)
     assert (judged.verdict, judged.thin) == (verdict, thin)
     assert said in judged.reason
+
+
+def test_a_thin_windows_cost_is_never_decisive_however_far_beyond_its_limit() -> None:
+    cost = criterion(metric="cost_per_million_tokens", relative={"max": 0.9})
+    failed = Judgement("cost", "Fail", "1.54x the baseline's", ratio=1.54, baseline_requests=400)
+    judged = weigh(failed, cost, 13, 0.05)
+    assert (judged.verdict, judged.thin) == ("Inconclusive", True)
+    # The same figure on enough requests fails.
+    assert weigh(failed, cost, 40, 0.05).verdict == "Fail"
 
 
 def test_a_relative_criterion_is_thin_on_a_thin_baseline() -> None:

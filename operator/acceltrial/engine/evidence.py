@@ -12,9 +12,11 @@ is their largest one, an error ratio of 0 of 40 allows anything up to 7%. This m
 - **thin windows** (the rule engine/weighing.py applies): a window holding fewer requests
   than the need neither passes nor fails its criterion, unless the breach is already
   decisive: an error ratio whose errors are improbable under the limit (one-sided exact
-  binomial test at ``analysis.alpha``), or a mean, rate or cost beyond its limit by
+  binomial test at ``analysis.alpha``), or a mean or rate beyond its limit by
   :data:`CLEAR_BREACH` times (a quantile of a few requests is never decisive: a histogram's
-  quantile of 45 requests is their largest one or two, and read 1.8x by chance). A window
+  quantile of 45 requests is their largest one or two, and read 1.8x by chance; nor is a cost,
+  which harms no user while the trial runs and joins a few seconds' utilization to a few
+  requests' tokens). A window
   with no request at all is no data (Inconclusive), as ever.
 - **the promotion's evidence** (:func:`shortfalls`): each criterion's candidate requests counted
   over every window the trial judged it on, against its need.

@@ -145,6 +145,12 @@ def _decisive(
         # happens by chance (measured on a fleet drawing requests at random), so only pooled
         # evidence decides a quantile.
         return None
+    if criterion.metric in COST_METRICS:
+        # A cost harms no user while the trial runs, and a thin window's figure joins a
+        # utilization gauge of a few seconds to the few requests' tokens: 1.7x beyond its limit
+        # where the profiles imply 0.57x (a fleet drawing requests at random, 13 requests).
+        # Only pooled evidence decides a cost.
+        return None
     factor = breach_factor(judgement, criterion)
     if factor is not None and factor >= CLEAR_BREACH:
         return f"{factor:.2g}x beyond its limit"

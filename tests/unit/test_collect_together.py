@@ -115,7 +115,9 @@ def test_a_refused_own_query_fails_only_its_own_criterion() -> None:
     planned = plan_measurement(trial, STEP, NOW + timedelta(minutes=2))
     requests = measurement_requests(trial.analysis, planned.weight)
     collection = collect(requests, source, TARGETS, planned.window, NO_WAIT)
-    assert collection.queries == 2, "the preset's readings, then the own query's two variants"
+    # The preset's readings at the window's end, the candidate's latency counters over the step
+    # (what tells a p99 beyond its limit from chance), then the own query's two variants.
+    assert collection.queries == 3
     for variant in TARGETS:
         assert collection.readings[("p99", variant)].values == (1.0,)
         assert "parse error [permanent]" in (collection.readings[("mine", variant)].error or "")

@@ -78,7 +78,7 @@ def test_a_reading_needed_twice_is_asked_once() -> None:
     planned = plan_measurement(SPEC, STATUS, NOW + timedelta(minutes=2))
     requests = measurement_requests(SPEC.analysis, planned.weight)
     collection = collect(requests, source, TARGETS, planned.window)
-    asked = [(a.request.measure, a.request.variant) for a in source.asked]
+    asked = [(a.request.measure, a.request.variant, a.request.counters) for a in source.asked]
     assert len(asked) == len(set(asked)) < len(requests)
     assert collection.readings[("p99", "baseline")].values == (1.0,)
     assert collection.readings[("economics:latency_p99", "baseline")].values == (1.0,)

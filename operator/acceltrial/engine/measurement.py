@@ -44,6 +44,7 @@ from acceltrial.engine.costing import (
 )
 from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, VariantTarget
 from acceltrial.engine.schedule import mirror_at, requested_weight
+from acceltrial.engine.tail import tail_key, tail_request
 from acceltrial.engine.ticks import Measurement
 from acceltrial.engine.weighing import judge_window, weigh
 
@@ -126,8 +127,10 @@ def preflight_window(analysis: AnalysisSpec, now: datetime) -> MeasurementWindow
 
 
 def measurement_requests(analysis: AnalysisSpec, weight: int) -> list[MetricRequest]:
-    """Every reading of a measurement: the criteria at this weight, then the cost inputs."""
-    return plan(analysis, weight) + plan_cost_inputs(analysis)
+    """Every reading of a measurement: the criteria at this weight (and the latency counters a
+    fixed-mode quantile is told from chance with), then the cost inputs."""
+    tails = [tail_request(analysis, c) for c in applicable(analysis, weight)]
+    return plan(analysis, weight) + [t for t in tails if t is not None] + plan_cost_inputs(analysis)
 
 
 def judge_measurement(
@@ -167,6 +170,7 @@ def judge_measurement(
             readings.get((c.name, "candidate")),
             spec.analysis,
             so_far(c.name),
+            slower=readings.get((tail_key(c.name), "candidate")),
         )
         for c in applicable(spec.analysis, planned.requested)
     ]

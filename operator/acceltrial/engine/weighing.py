@@ -7,7 +7,8 @@ judged on the step's windows pooled so far (:func:`judge_pooled`: each variant's
 over its requests) once those are enough; until then the window is *thin*, neither pass nor
 fail, unless the breach is already decisive. A thin window is not inconclusive: it counts toward
 no limit, and a step whose windows were thin advances at its end (a small step limits the blast
-radius; it cannot prove parity). The promotion then asks for the evidence every judged window
+radius; it cannot prove parity). A latency quantile beyond its limit is then told from chance
+by the candidate's requests slower than the limit (engine/tail.py). The promotion then asks for the evidence every judged window
 added up to (:func:`~acceltrial.engine.evidence.shortfalls`) and judges a criterion that was
 never judged on enough in a step on all its windows pooled.
 """
@@ -29,6 +30,7 @@ from acceltrial.engine.evidence import (
     need_of,
 )
 from acceltrial.engine.metrics import COST_METRICS
+from acceltrial.engine.tail import weigh_tail
 
 DEFAULT_ALPHA = 0.01
 """The exact test's level for a decisive breach on few requests, when no analysis is given."""
@@ -40,9 +42,13 @@ def judge_window(
     candidate: Reading | None,
     analysis: AnalysisSpec | None = None,
     step: Sequence[CriterionEvidence] = (),
+    *,
+    slower: Reading | None = None,
 ) -> Judgement:
     """Judge one criterion on one window and weigh the verdict by its requests (and the
-    ``step``'s earlier windows of it, from ``status.evidence``)."""
+    ``step``'s earlier windows of it, from ``status.evidence``); a latency quantile beyond its
+    limit by the candidate's requests slower than it in the step so far (``slower``: the
+    histogram's counters, engine/tail.py)."""
     judged = judge(criterion, baseline, candidate, analysis)
     alpha = analysis.alpha if analysis is not None else DEFAULT_ALPHA
     if judged.spans_step:
@@ -56,7 +62,11 @@ def judge_window(
     if criterion.statistical is not None:
         # A rank-sum test has its own evidence rule (minSamples); its requests are counted.
         return replace(counted, candidate_requests=_requests(candidate))
-    return weigh(counted, criterion, _requests(candidate), alpha, step)
+    weighed = weigh(counted, criterion, _requests(candidate), alpha, step)
+    if "Fail" in (counted.verdict, weighed.verdict):
+        failed = weighed if weighed.verdict == "Fail" else counted
+        return weigh_tail(weighed, failed, criterion, slower, alpha)
+    return weighed
 
 
 def _errors_in_the_step(judged: Judgement, criterion: Criterion, alpha: float) -> Judgement:

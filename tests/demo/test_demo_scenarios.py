@@ -191,16 +191,25 @@ def run_and_check(name: str, folder: Path, control_plane: str) -> str | None:
     result_file = folder / "result.json"
     command = demo_command(name, result_file, control_plane)
     done = run_demo([*command, "--report-dir", str(folder / "report")])
+    seed = drawn_with(result_file)
     if done.returncode != 0 or "matched" not in done.stdout:
-        return f"exit {done.returncode}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+        return f"exit {done.returncode}{seed}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
     if shutil.which("chromium"):
         screenshot(folder / "report" / "report.html", f"report-demo-{folder.name}")
     try:
         assert_told_in_order(done.stdout)
         check_result(name, json.loads(result_file.read_text()))
     except (AssertionError, KeyError, TypeError) as error:
-        return f"{error!r}\n{done.stdout[-4000:]}"
+        return f"{error!r}{seed}\n{done.stdout[-4000:]}"
     return None
+
+
+def drawn_with(result_file: Path) -> str:
+    """The fleet's seed as the demo's result gives it, to repeat the run's draws with."""
+    try:
+        return f" (fleet.seed {json.loads(result_file.read_text())['fleetSeed']})"
+    except (OSError, ValueError, KeyError):
+        return ""
 
 
 def check_result(name: str, result: dict[str, Any]) -> None:

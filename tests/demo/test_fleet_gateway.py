@@ -125,17 +125,20 @@ def test_the_fleet_counts_users_requests_the_candidate_answered_not_its_copies()
     candidate["metadata"]["labels"][VARIANT_LABEL] = "candidate"
     rules = [{"backendRefs": [ref("gpu")], "filters": [MIRROR]}]
     cluster = replace(view(rules, [GRANT]), pods=[pod("gpu-a", "gpu"), candidate])
-    clock = iter(float(t) for t in range(100))
+    clock = iter(float(t) for t in range(0, 1000, 100))
     profile = ServingProfile(p50=1.0, p99=2.0, capacity_rps=50)
-    spec = FleetSpec(ENTRY, 10, 100, 10, {"baseline": profile, "candidate": profile})
+    spec = FleetSpec(ENTRY, 10, 100, 10, {"baseline": profile, "candidate": profile}, seed=5)
     fleet = Fleet("http://unused", spec, clock=lambda: next(clock),
                   reader=lambda *_: cluster, status_writer=lambda *_: None)  # fmt: skip
     fleet.advance()
-    fleet.advance()  # one second served
+    fleet.advance()  # 100 seconds served
     traffic = fleet.snapshot().variants
     assert traffic["candidate"].offered_rps == 5.0, "the copies load the candidate"
     assert traffic["candidate"].user_rps == 0.0
     assert traffic["candidate"].user_requests == 0.0
-    assert traffic["baseline"].user_requests == 10.0
+    assert abs(traffic["baseline"].user_requests - 1000) <= 4 * 1000**0.5
+    served = {f.name: f for f in fleet.collect()}["vllm:request_success"].samples  # at 200 s
+    copies = sum(s.value for s in served if s.labels["pod"] == "inf2-a")
+    assert abs(copies - 1000) <= 4 * 1000**0.5, "it answered the copies (drawn, about 1000)"
     assert fleet.snapshot().mirrored_rps == 5.0
     assert fleet.snapshot().candidate_percent == 0.0

@@ -91,34 +91,59 @@ class Clock:
         return self.now
 
 
-def fleet_on_view(clock: Clock, *regressions: Regression, wall: float = 1.7e9) -> Fleet:
+def fleet_on_view(
+    clock: Clock, *regressions: Regression, wall: float = 1.7e9, seed: int = 7, rps: float = 20
+) -> Fleet:
     """20 req/s of 50 generated tokens over VIEW (25% to the candidate), on fake clocks."""
     spec = FleetSpec(
         entry=Entry("ml", route="llama3"),
-        rps=20,
+        rps=rps,
         prompt_tokens=100,
         generated_tokens=50,
         profiles={"baseline": PROFILE, "candidate": PROFILE},
         regressions=regressions,
+        seed=seed,
     )
     reader: Any = lambda _url, _entry: VIEW  # noqa: E731
     return Fleet("http://unused", spec, clock=clock, reader=reader, wall_clock=lambda: wall)
 
 
-def test_counters_grow_with_served_traffic_and_regressions_apply_from_their_weight() -> None:
+def by_pod(fleet: Fleet, family: str, **labels: str) -> dict[str, float]:
+    """The value of each pod's ``family`` sample (with ``labels``) in a scrape."""
+    families = {f.name: f for f in fleet.collect()}
+    return {
+        s.labels["pod"]: s.value
+        for s in families[family].samples
+        if labels.items() <= s.labels.items() and not s.name.endswith(("_bucket", "_sum"))
+    }
+
+
+def within_poisson(count: float, expected: float) -> bool:
+    """``count`` is within 4 standard deviations of a Poisson count of mean ``expected`` (a
+    fixed seed decides; 4 sigma keeps the test honest if the seed or the draws change)."""
+    return abs(count - expected) <= 4 * math.sqrt(expected)
+
+
+def test_counters_count_drawn_requests_and_regressions_apply_from_their_weight() -> None:
     clock = Clock()
     fleet = fleet_on_view(clock, Regression("candidate", from_weight=25, error_ratio=0.5))
     fleet.advance()
-    clock.now = 10.0
+    clock.now = 100.0
     fleet.advance()
     snapshot = fleet.snapshot()
     assert snapshot.candidate_percent == pytest.approx(25)
     assert snapshot.variants["baseline"].succeeded_rps == pytest.approx(15 * 0.99)
     assert snapshot.variants["candidate"].succeeded_rps == pytest.approx(5 * 0.5)
-    families = {f.name: f for f in fleet.collect()}
-    tokens = {s.labels["pod"]: s.value for s in families["vllm:generation_tokens"].samples}
-    assert tokens["inf2-a"] == pytest.approx(10 * 2.5 * 50)
-    assert math.isclose(tokens["gpu-a"], 10 * 7.5 * 0.99 * 50)
+    answered = by_pod(fleet, "vllm:request_success", finished_reason="stop")
+    assert within_poisson(answered["inf2-a"], 100 * 5 * 0.5)
+    assert within_poisson(answered["gpu-a"], 100 * 7.5 * 0.99)
+    assert all(float(n).is_integer() for n in answered.values()), "requests, not expectations"
+    failed = by_pod(fleet, "http_requests", status="5xx")
+    assert within_poisson(failed["inf2-a"], 100 * 5 * 0.5)
+    tokens = by_pod(fleet, "vllm:generation_tokens")
+    # Token counts are drawn around 50 a request (coefficient of variation 0.5).
+    assert tokens["inf2-a"] / answered["inf2-a"] == pytest.approx(50, rel=0.1)
+    families = {f.name for f in fleet.collect()}
     assert "DCGM_FI_DEV_GPU_UTIL" not in families, "utilization comes from per-node exporters"
 
 
@@ -130,12 +155,18 @@ def test_a_scrape_between_ticks_sees_counters_as_of_the_scrape_and_stamped_then(
     fleet.advance()
     clock.now = 14.0  # the next tick is late on a busy machine; a scrape comes first
     families = {f.name: f for f in fleet.collect()}
-    tokens = {s.labels["pod"]: s.value for s in families["vllm:generation_tokens"].samples}
-    assert tokens["inf2-a"] == pytest.approx(14 * 5 * 0.99 * 50)
+    at_14 = by_pod(fleet, "vllm:request_success", finished_reason="stop")["inf2-a"]
+    assert within_poisson(at_14, 14 * 5 * 0.99)
     stamps = {s.timestamp for f in families.values() for s in f.samples}
     assert stamps == {1.7e9}, "every sample carries the moment it was computed for"
     clock.now = 15.0
     fleet.advance()
-    again = {f.name: f for f in fleet.collect()}
-    tokens = {s.labels["pod"]: s.value for s in again["vllm:generation_tokens"].samples}
-    assert tokens["inf2-a"] == pytest.approx(15 * 5 * 0.99 * 50), "no second counted twice"
+    scraped = by_pod(fleet, "vllm:request_success", finished_reason="stop")
+    unscraped_clock = Clock()
+    unscraped = fleet_on_view(unscraped_clock)
+    for moment in (0.0, 10.0, 15.0):
+        unscraped_clock.now = moment
+        unscraped.advance()
+    same = by_pod(unscraped, "vllm:request_success", finished_reason="stop")
+    assert scraped == same, "no second counted twice, and scrapes between ticks change nothing"
+    assert scraped["inf2-a"] >= at_14

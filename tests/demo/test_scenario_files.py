@@ -119,15 +119,49 @@ variants:
             + "expect: {phase: Promoted, servedBy: gpu}\n",
             "expect.servedBy: Input should be 'candidate' or 'baseline'",
         ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: -3}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be greater than or equal to 0",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: 1.5}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be a valid integer",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: \"42\"}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be a valid integer",
+        ),
+        (
+            "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: true}\n"
+            + GOOD_VARIANTS + "expect: {phase: Promoted}\n",
+            "fleet.seed: Input should be a valid integer",
+        ),
     ],
     ids=["rps", "p99-below-p50", "phase-typo", "two-conditions", "unknown-field", "no-trial",
-         "bad-trial", "action-argument", "action-typo", "action-when", "served-by"],
+         "bad-trial", "action-argument", "action-typo", "action-when", "served-by",
+         "seed-negative", "seed-fraction", "seed-string", "seed-bool"],
 )  # fmt: skip
 def test_a_mistake_names_the_field(tmp_path: Path, text: str, named: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ScenarioError) as error:
         load_scenario(path)
     assert named in str(error.value)
+
+
+def test_fleet_seed_is_an_optional_integer(tmp_path: Path) -> None:
+    text = "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5, seed: 42}\n"
+    scenario, _ = load_scenario(
+        write(tmp_path, text + GOOD_VARIANTS + "expect: {phase: Promoted}\n")
+    )
+    assert scenario.fleet.seed == 42
+    unset = "description: x\ntrial: {file: trial.yaml}\nfleet: {rps: 5}\n"
+    scenario, _ = load_scenario(
+        write(tmp_path, unset + GOOD_VARIANTS + "expect: {phase: Promoted}\n")
+    )
+    assert scenario.fleet.seed is None, "the demo draws one and prints it"
 
 
 def test_the_cli_reports_a_broken_scenario_without_a_traceback(tmp_path: Path) -> None:

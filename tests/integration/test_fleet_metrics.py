@@ -1,11 +1,13 @@
 """The simulated fleet through a real Prometheus: the presets' own queries, run on what it
-exports, give back the profile it simulates (p99 and token rate within 10%), and each variant's
+exports, give back the profile it simulates (p99, token rate, utilization and error ratio within
+the sampling error of the requests it drew in the 5 s window), and each variant's
 utilization comes from its own exporter (DCGM for GPUs, neuron-monitor for NeuronCores), one
 target per node, relabelled by Prometheus as the Prometheus Operator's ServiceMonitor job does."""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -30,10 +32,12 @@ from tests.conftest import tool
 
 pytestmark = pytest.mark.slow
 
-RPS = 8.0
+RPS = 600.0
+"""Enough requests that a 5 s window holds about 1000 a pod: the fleet draws them at random, and
+a p99 of 1000 requests is within about 4% of the profile's (one standard error)."""
 GENERATED = 150
-GPU = ServingProfile(p50=1.2, p99=2.8, capacity_rps=8, error_ratio=0.01)
-NEURON = ServingProfile(p50=0.9, p99=2.0, capacity_rps=12, error_ratio=0.0)
+GPU = ServingProfile(p50=1.2, p99=2.8, capacity_rps=600, error_ratio=0.01)
+NEURON = ServingProfile(p50=0.9, p99=2.0, capacity_rps=900, error_ratio=0.0)
 
 
 def deployment(name: str, labels: dict[str, str], limits: dict[str, str]) -> dict[str, Any]:
@@ -145,17 +149,20 @@ def test_p99_and_token_rate_match_the_simulated_profile(
     client, fleet = measured
     per_pod = RPS / 3  # three Ready pods behind one Service
     rates = serve(profile, per_pod)
+    # About 4 standard errors of what 5 s of drawn requests give (1000 to 2000 requests).
     p99 = query(client, fleet, "latency_p99", variant)
-    assert p99 == pytest.approx(rates.latency_quantile(0.99), rel=0.10)
+    assert p99 == pytest.approx(rates.latency_quantile(0.99), rel=0.15)
     tokens = query(client, fleet, "token_rate", variant)
-    assert tokens == pytest.approx(replicas * rates.succeeded * GENERATED, rel=0.10)
+    assert tokens == pytest.approx(replicas * rates.succeeded * GENERATED, rel=0.15)
     utilization = query(client, fleet, "accelerator_utilization", variant)
-    assert utilization == pytest.approx(rates.utilization, rel=0.10)
+    assert utilization == pytest.approx(rates.utilization, rel=0.15)
 
 
 def test_the_error_ratio_is_the_profiles(measured: tuple[PrometheusClient, Fleet]) -> None:
     client, fleet = measured
-    assert query(client, fleet, "error_ratio", "baseline") == pytest.approx(0.01, rel=0.05)
+    # The baseline answers about 2000 requests in 5 s: 4 standard errors of a 1% ratio.
+    bound = 4 * math.sqrt(0.01 * 0.99 / 2000)
+    assert query(client, fleet, "error_ratio", "baseline") == pytest.approx(0.01, abs=bound)
     assert query(client, fleet, "error_ratio", "candidate") == 0
 
 

@@ -43,7 +43,7 @@ from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial_testbed.sandbox.fleet.gateway import route_requests
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile
 from acceltrial_testbed.sandbox.fleet.traffic import Entry, read_cluster, resolved_rules
-from tests.sandbox.conftest import Api
+from tests.sandbox.conftest import Api, eventually
 
 GATEWAY_API_VERSION = "v1.6.3"  # as scripts/control-plane.sh
 EXAMPLES = "examples/standard"
@@ -397,9 +397,12 @@ def test_a_candidate_the_gateway_refuses_ends_the_trial_with_its_reason(sandbox:
         f"{GATEWAY}/v1beta1/namespaces/{world.router.shape.candidate.namespace}/referencegrants"
     )
     assert world.api.delete(f"{grants}/from-gateways").status == 200
-    world.fleet.advance()
-    world.fleet.advance()
-    assert world.fleet.gateway_answered.get(500, 0) > 0, "the gateway answers the share 500"
+
+    def answered_500() -> bool:
+        world.fleet.advance()  # requests are drawn at random: the first 500 comes in time
+        return world.fleet.gateway_answered.get(500, 0) > 0
+
+    assert eventually(answered_500, timeout=10), "the gateway answers the share 500"
 
     result = decide(trial_spec(), at_first_step(original), observe(world, at_first_step(original)))
     assert result.status.phase == "RollingBack"

@@ -1,6 +1,8 @@
 """Cost is judged on sound windows, and during the bake against the baseline the steps established.
 
-The numbers are the promote demo's: 12 req/s of 150 generated tokens; the baseline on 2
+The numbers are the promote demo's as issue 11 saw it (it now sends twice the requests, each
+half as long, at twice the capacities: the same tokens/s, utilization and replicas):
+12 req/s of 150 generated tokens; the baseline on 2
 g5.xlarge pods ($1.006/h, 1 of 1 GPU each, 8 req/s at 95% busy), the candidate on 1 inf2.8xlarge
 pod ($1.96786/h, 2 of 2 NeuronCores, 18 req/s at 95% busy); utilization = 0.02 + 0.93 x load /
 capacity.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -54,7 +55,7 @@ from acceltrial_testbed.demo.scenario import (
 from acceltrial_testbed.demo.user import ScriptedUser, served_by
 from acceltrial_testbed.sandbox.choices import ControlPlane
 from acceltrial_testbed.sandbox.fleet.accelerators import ExporterOptions
-from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec, Regression
+from acceltrial_testbed.sandbox.fleet.exporter import SEED_BELOW, Fleet, FleetSpec, Regression
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile
 from acceltrial_testbed.sandbox.fleet.newnodes import NewNodeExporters
 from acceltrial_testbed.sandbox.fleet.serving import metrics_endpoint, serve_exporters
@@ -98,6 +99,8 @@ class Run:
     topology: Topology | None = None
     report: Report | None = None
     """The report as the trial ended (the trial's ConfigMap goes when the trial is deleted)."""
+    fleet_seed: int = 0
+    """The seed of the fleet's draws: ``fleet.seed``, or drawn and printed when unset."""
 
     @property
     def namespace(self) -> str:
@@ -132,7 +135,8 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
         print(f"acceltrial demo: {error}", file=sys.stderr)
         return 2
     folder = Path(tempfile.mkdtemp(prefix="acceltrial-demo-"))
-    run = Run(scenario, trial, out, folder, topology=topology)
+    seed = scenario.fleet.seed
+    run = Run(scenario, trial, out, folder, topology=topology, fleet_seed=_seed_or_drawn(seed))
     _introduce(run, path, options.speed)
     matched = False
     try:
@@ -148,6 +152,10 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
         else:
             print(f"logs and Prometheus data kept in {folder}", file=out)
     return 0 if matched else 1
+
+
+def _seed_or_drawn(seed: int | None) -> int:
+    return secrets.randbelow(SEED_BELOW) if seed is None else seed
 
 
 def _topology(scenario: Scenario, path: Path) -> Topology | None:
@@ -215,6 +223,11 @@ def _introduce(run: Run, path: Path, speed: float) -> None:
     )
     print(f"  steps: {steps}; judged every {spec['analysis']['interval']}", file=run.out)
     print(f"  expected outcome: {_expected(run.scenario)}", file=run.out)
+    seed = run.fleet_seed
+    drawn = (
+        "" if run.scenario.fleet.seed is not None else f" (drawn; set fleet.seed: {seed} to repeat)"
+    )
+    print(f"  requests drawn at random with fleet.seed {seed}{drawn}", file=run.out)
     if speed != 1:
         print(f"  durations divided by --speed {speed:g}", file=run.out)
     print(file=run.out, flush=True)
@@ -319,6 +332,7 @@ def _fleet_spec(run: Run, speed: float) -> FleetSpec:
     return FleetSpec(
         entry=entry,
         rps=fleet.rps,
+        seed=run.fleet_seed,
         prompt_tokens=fleet.tokens.prompt,
         generated_tokens=fleet.tokens.generated,
         profiles=profiles,  # type: ignore[arg-type]
@@ -581,6 +595,7 @@ def _conclude(
                     else report.model_dump(mode="json", by_alias=True, exclude_none=True),
                     "matched": matched and routing_ok,
                     "candidateUserRequests": round(candidate_users, 3),
+                    "fleetSeed": run.fleet_seed,
                     "pids": run.pids,
                 },
                 indent=2,

@@ -63,6 +63,8 @@ class Gateway(ApiModel):
 
 
 VLLM_VERSION = r"^v?\d+\.\d+(\.\d+)?$"
+SEED_MAX = 2**63 - 1
+"""The largest fleet.seed (a non-negative 64-bit integer)."""
 
 
 class GpuExporter(ApiModel):
@@ -99,6 +101,10 @@ class FleetTraffic(ApiModel):
     """The vLLM release (server: vllm): from 0.11 vllm:inter_token_latency_seconds, before 0.12
     vllm:time_per_output_token_seconds, from 0.8.3 http_requests_total."""
     exporters: Exporters = Exporters()
+    seed: int | None = Field(default=None, ge=0, le=SEED_MAX, strict=True)
+    """Seeds the fleet's random draws (arrivals, latencies, tokens, outcomes): the same seed
+    draws the same requests for the same history of traffic. Unset: a random seed, which the
+    demo prints so the run can be repeated with it."""
 
 
 class Latency(ApiModel):

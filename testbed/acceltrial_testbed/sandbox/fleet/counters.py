@@ -1,38 +1,32 @@
 """What one simulated model-server pod has served so far: the cumulative counts and histograms
-every exporter shape is rendered from, in the units the real servers count in."""
+every exporter shape is rendered from, in the units the real servers count in, counting the
+requests drawn for it (``draws``)."""
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special  # type: ignore[import-untyped]
 
 from acceltrial.engine.metrics import Variant
-from acceltrial_testbed.sandbox.fleet.model import ReplicaRates
+from acceltrial_testbed.sandbox.fleet.draws import PodDraws, RecentLoad
+from acceltrial_testbed.sandbox.fleet.model import ReplicaRates, ServingProfile
+
+Floats = NDArray[np.float64]
 
 # Fine buckets (10% apart) so histogram_quantile() lands within a few percent of the truth;
 # real vLLM and TGI buckets are coarser, which only widens that error.
 BUCKETS = tuple(round(0.001 * 1.1**i, 6) for i in range(124))
 TOKEN_BUCKETS = tuple(float(2**i) for i in range(17))
 """Token-count histograms (TGI's generated tokens and input length): 1 to 65536."""
-Floats = NDArray[np.float64]
-
-
-@functools.cache
-def _log_bounds(bounds: tuple[float, ...]) -> Floats:
-    logs: Floats = np.log(np.asarray(bounds, dtype=np.float64))
-    return logs
 
 
 @dataclass
 class Histogram:
     bounds: tuple[float, ...] = BUCKETS
     buckets: Floats = field(default_factory=lambda: np.zeros(0))
-    """Cumulative counts at each bound (a NumPy array: every fleet tick adds to all of them)."""
+    """Cumulative: observations at or below each bound (a NumPy array)."""
     count: float = 0.0
     total: float = 0.0
 
@@ -40,27 +34,17 @@ class Histogram:
         if len(self.buckets) != len(self.bounds):
             self.buckets = np.zeros(len(self.bounds))
 
-    def observe_lognormal(self, requests: float, median: float, sigma: float, mean: float) -> None:
-        """Add ``requests`` observations log-normal with ``median`` and ``sigma`` (the log's
-        standard deviation) and the given mean: all bounds at once, as a fleet of dozens of
-        pods ticked four times a second needs."""
-        below = special.ndtr((_log_bounds(self.bounds) - math.log(median)) / sigma)
-        self._add(requests, below, mean)
-
-    def observe_exponential(self, requests: float, mean: float) -> None:
-        """Add ``requests`` observations exponential with ``mean`` (all 0 when it is 0)."""
-        bounds = np.asarray(self.bounds)
-        below = np.ones(len(bounds)) if mean <= 0 else -np.expm1(-bounds / mean)
-        self._add(requests, below, max(0.0, mean))
-
-    def _add(self, requests: float, below: Floats, mean: float) -> None:
-        self.buckets = self.buckets + requests * below
-        self.count += requests
-        self.total += requests * mean
-
-    def observe_exactly(self, requests: float, value: float) -> None:
-        """Add ``requests`` observations that are all ``value``."""
-        self._add(requests, (value <= np.asarray(self.bounds)).astype(np.float64), value)
+    def observe(self, values: Floats, weights: Floats | None = None) -> None:
+        """Add one observation of each value (``weights[i]`` observations of ``values[i]``)."""
+        if len(values) == 0:
+            return
+        counts = np.ones(len(values)) if weights is None else weights
+        where = np.searchsorted(self.bounds, values, side="left")
+        per_bucket = np.bincount(where, weights=counts, minlength=len(self.bounds) + 1)
+        added = np.cumsum(per_bucket[: len(self.bounds)])
+        self.buckets = self.buckets + added
+        self.count += float(counts.sum())
+        self.total += float((values * counts).sum())
 
 
 @dataclass
@@ -91,6 +75,19 @@ class PodCounters:
     prompt_tokens: float = 0.0
     generated_tokens: float = 0.0
     rates: ReplicaRates | None = None
+    """The model's expected rates at what the pod is offered now."""
+    profile: ServingProfile | None = None
+    """The variant's profile now (regressions applied)."""
+    draws: PodDraws | None = None
+    """The pod's random streams: its arrivals and each request's latency, tokens, outcome."""
+    recent: RecentLoad = field(default_factory=RecentLoad)
+    """What it admitted lately: its accelerator's utilization and gauges follow it."""
+    utilization: float = 0.0
+    """Its accelerator's utilization (0..1), from the load it admitted lately."""
+    running: float = 0.0
+    """Requests being served, from the load it admitted lately (Little's law)."""
+    waiting: float = 0.0
+    """Requests waiting to be scheduled, likewise."""
     user_share: float = 1.0
     """The share of what it is offered now that users sent (the rest: mirrored copies, whose
     answers the gateway discards)."""

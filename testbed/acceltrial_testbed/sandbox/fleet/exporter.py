@@ -2,9 +2,11 @@
 real servers and exporters export them.
 
 Every ``tick_seconds`` the fleet re-reads the cluster (pods, Services, the HTTPRoute), splits the
-total request rate, and advances each Ready pod's counters by what its variant's model serves
-in that time: expected values, not random draws, so what Prometheus computes can be checked
-against the profile. A scrape first serves the time since the last tick at the current rates and
+total request rate, and sets each Ready pod's rates from what its variant's model serves at that
+load. Between ticks each pod draws its requests at those rates (``draws``: Poisson arrivals, and
+each request's latency, tokens and outcome, from streams seeded by ``FleetSpec.seed``), and its
+counters count them, so a quiet window can be empty and a p99 of three requests is noisy, as in
+production. A scrape first serves the time since the last tick at the current rates and
 stamps every sample with that moment, so counters are as current as a real server's however late
 a busy machine runs the tick (stale counters read 12 req/s as 21 over a short ``rate()`` window).
 The fleet itself is the model servers' collector (``servers`` says in which shape);
@@ -14,6 +16,7 @@ The fleet itself is the model servers' collector (``servers`` says in which shap
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,12 +36,13 @@ from acceltrial_testbed.sandbox.fleet.accelerators import (
     Occupant,
 )
 from acceltrial_testbed.sandbox.fleet.counters import PodCounters
+from acceltrial_testbed.sandbox.fleet.draws import Arrivals, Drawn, PodDraws, stream
 from acceltrial_testbed.sandbox.fleet.gateway import (
     route_status,
     status_changed,
     write_route_status,
 )
-from acceltrial_testbed.sandbox.fleet.model import ReplicaRates, ServingProfile, serve
+from acceltrial_testbed.sandbox.fleet.model import ServingProfile, serve, utilization
 from acceltrial_testbed.sandbox.fleet.servers import (
     DEFAULT_VLLM_VERSION,
     ServedPod,
@@ -61,6 +65,10 @@ from acceltrial_testbed.sandbox.fleet.traffic import (
 
 TTFT_SHARE = 0.1
 """Share of a request's latency spent before the first token (prefill)."""
+VARIANT_STREAMS: Mapping[Variant, int] = {"baseline": 0, "candidate": 1}
+GATEWAY_STREAM = 2
+SEED_BELOW = 2**32
+"""A seed drawn when none is given is below this (short enough to print and type)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,9 @@ class FleetSpec:
         default_factory=lambda: ExporterOptions(kubernetes_labels=False)
     )
     """neuron-monitor as its sample DaemonSet runs it: no --enable-k8s-info."""
+    seed: int | None = None
+    """Seeds every random draw: the same seed and the same history of rates give the same
+    requests. None draws a seed (:attr:`Fleet.seed` says which)."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +173,11 @@ class Fleet(Collector):
         """Requests the gateway answered itself, by HTTP status (500: a backend it may not or
         cannot use; 503: a backend with no Ready endpoints)."""
         self._gateway_errors: dict[int, float] = {}
+        self.seed = spec.seed if spec.seed is not None else secrets.randbelow(SEED_BELOW)
+        """The seed of every draw (``spec.seed``, or drawn when it is None)."""
+        self._gateway_arrivals: dict[int, Arrivals] = {}
+        self._joined: dict[Variant, int] = {"baseline": 0, "candidate": 0}
+        """Pods of each variant seen so far: a new pod's streams are the next ones."""
         self._pods: dict[str, PodCounters] = {}
         self._first_served: dict[Variant, float] = {}
         self._user_requests: dict[Variant, float] = {"baseline": 0.0, "candidate": 0.0}
@@ -186,12 +202,13 @@ class Fleet(Collector):
             self._sync_pods(view)
             shares = self._shares(offered)
             for name, pod in self._pods.items():
-                profile = self._profile(pod.variant, shares[pod.variant], now)
+                pod.profile = self._profile(pod.variant, shares[pod.variant], now)
                 users, copies = offered.get(name, 0.0), mirrored.get(name, 0.0)
-                pod.rates = serve(profile, users + copies)
+                pod.rates = serve(pod.profile, users + copies)
                 pod.user_share = users / (users + copies) if users + copies > 0 else 1.0
                 if pod.rates.offered > 0:
                     self._first_served.setdefault(pod.variant, now)
+                _set_gauges(pod, now)
 
     def _report_route_status(self, view: ClusterView) -> None:
         """Write the route's status conditions as the gateway sees the route now."""
@@ -206,17 +223,25 @@ class Fleet(Collector):
         elapsed = 0.0 if self._last is None else max(0.0, now - self._last)
         self._last = now
         for status, rps in self._gateway_errors.items():
-            self.gateway_answered[status] = self.gateway_answered.get(status, 0.0) + rps * elapsed
+            arrivals = self._gateway_arrivals.setdefault(
+                status, Arrivals(stream(self.seed, GATEWAY_STREAM, status))
+            )
+            answered = arrivals.count(rps * elapsed)
+            self.gateway_answered[status] = self.gateway_answered.get(status, 0.0) + answered
+        tokens = (self.spec.prompt_tokens, self.spec.generated_tokens)
         for pod in self._pods.values():
-            if pod.rates is not None:
-                self._accumulate(pod, pod.rates, elapsed)
+            if pod.rates is not None and pod.draws is not None:
+                drawn = pod.draws.serve(pod.rates, elapsed, pod.user_share, tokens)
+                _count(pod, drawn)
+                pod.recent.add(now, elapsed, drawn.admitted)
+                _set_gauges(pod, now)
 
     def _sync_pods(self, view: ClusterView) -> None:
         current = {p["metadata"]["name"]: p for p in view.pods if ready(p)}
         for gone in set(self._pods) - set(current):
             leaving = self._pods.pop(gone)
             self._user_requests[leaving.variant] += leaving.user_requests
-        for name, pod in current.items():
+        for name, pod in sorted(current.items()):
             if name not in self._pods:
                 labels = pod["metadata"].get("labels") or {}
                 variant: Variant = "candidate" if labels.get(VARIANT_LABEL) else "baseline"
@@ -227,7 +252,9 @@ class Fleet(Collector):
                     accelerator=_accelerator(pod),
                     node=pod.get("spec", {}).get("nodeName"),
                     container=containers[0].get("name", "server"),
+                    draws=PodDraws(self.seed, VARIANT_STREAMS[variant], self._joined[variant]),
                 )
+                self._joined[variant] += 1
 
     def _shares(self, offered: Mapping[str, float]) -> dict[Variant, float]:
         total = sum(offered.values())
@@ -258,29 +285,6 @@ class Fleet(Collector):
             first = self._first_served.get(regression.variant)
             return first is not None and now - first >= regression.after_seconds
         return True
-
-    def _accumulate(self, pod: PodCounters, rates: ReplicaRates, seconds: float) -> None:
-        ok = rates.succeeded * seconds
-        pod.user_requests += rates.offered * pod.user_share * seconds
-        generated = self.spec.generated_tokens
-        pod.succeeded += ok
-        pod.refused += rates.refused * seconds
-        pod.errored += (rates.failed - rates.refused) * seconds
-        # Started = finished + in flight; kept monotonic as a counter is when load falls.
-        pod.started = max(pod.started, pod.succeeded + pod.failed + rates.running + rates.waiting)
-        pod.prompt_tokens += ok * self.spec.prompt_tokens
-        pod.generated_tokens += ok * generated
-        median, sigma, mean = rates.latency_median, rates.sigma, rates.mean_latency
-        pod.e2e.observe_lognormal(ok, median, sigma, mean)
-        # The first token and each later one take fixed shares of a request's latency.
-        pod.ttft.observe_lognormal(ok, median * TTFT_SHARE, sigma, mean * TTFT_SHARE)
-        per_token = (1 - TTFT_SHARE) / max(1, generated)
-        # Each request contributes one inter-token sample per generated token.
-        pod.itl.observe_lognormal(ok * generated, median * per_token, sigma, mean * per_token)
-        pod.time_per_token.observe_lognormal(ok, median * per_token, sigma, mean * per_token)
-        pod.queue.observe_exponential(ok, rates.mean_wait)
-        pod.generated_per_request.observe_exactly(ok, generated)
-        pod.prompt_per_request.observe_exactly(ok, self.spec.prompt_tokens)
 
     def pods(self, variant: Variant) -> list[str]:
         """Names of the Ready pods serving as ``variant``."""
@@ -359,7 +363,7 @@ class Fleet(Collector):
                     container=pod.container,
                     exporter=pod.accelerator[0],
                     units=pod.accelerator[1],
-                    utilization=pod.rates.utilization if pod.rates else 0.0,
+                    utilization=pod.utilization,
                 )
                 for name, pod in sorted(self._pods.items())
                 if pod.node == node
@@ -382,3 +386,38 @@ def _accelerator(pod: Manifest) -> tuple[str, int]:
             units = int(amount) * (2 if resource == "aws.amazon.com/neuron" else 1)
             return exporter, units
     return "none", 0
+
+
+def _count(pod: PodCounters, drawn: Drawn) -> None:
+    """Add the requests drawn for ``pod`` to its counters and histograms."""
+    pod.user_requests += drawn.users
+    pod.succeeded += drawn.succeeded
+    pod.errored += drawn.errored
+    pod.refused += drawn.refused
+    pod.prompt_tokens += float(drawn.prompt.sum())
+    pod.generated_tokens += float(drawn.generated.sum())
+    pod.e2e.observe(drawn.latency)
+    pod.ttft.observe(drawn.latency * TTFT_SHARE)
+    # A request's inter-token latency: what follows its first token, over its tokens; it
+    # contributes one sample per generated token to vLLM's histogram, one to TGI's mean.
+    per_token = drawn.latency * (1 - TTFT_SHARE) / drawn.generated
+    pod.itl.observe(per_token, drawn.generated)
+    pod.time_per_token.observe(per_token)
+    pod.queue.observe(drawn.queue)
+    pod.generated_per_request.observe(drawn.generated)
+    pod.prompt_per_request.observe(drawn.prompt)
+
+
+def _set_gauges(pod: PodCounters, now: float) -> None:
+    """Utilization, running and waiting from the load ``pod`` admitted lately (the model's
+    expected load until it has served any time)."""
+    if pod.rates is None or pod.profile is None:
+        return
+    lately = pod.recent.rate(now)
+    admitted = pod.rates.offered - pod.rates.refused if lately is None else lately
+    pod.utilization = utilization(pod.profile, admitted)
+    pod.running = admitted * (pod.rates.mean_latency - pod.rates.mean_wait)
+    pod.waiting = admitted * pod.rates.mean_wait
+    # TGI counts a request when it starts: the finished ones and those in flight.
+    in_flight = round(pod.running + pod.waiting)
+    pod.started = max(pod.started, pod.succeeded + pod.failed + in_flight)

@@ -5,6 +5,8 @@ time drawn from a log-normal fitted to the profile's p50 and p99 at low load. Re
 concurrency wait, as in an M/M/c queue (Erlang C); latency is the service time scaled by
 ``1 + mean wait / mean service``, which keeps the log-normal shape. Requests offered beyond
 capacity are refused with a 5xx, as an overloaded server's admission control does.
+
+These are the expected rates; ``draws`` draws the requests themselves around them.
 """
 
 from __future__ import annotations
@@ -90,10 +92,6 @@ def serve(profile: ServingProfile, offered_rps: float) -> ReplicaRates:
     wait = erlang_c(servers, load) * service / (servers - load) if load > 0 else 0.0
     scale = 1 + wait / service
     succeeded = admitted * (1 - profile.error_ratio)
-    busy = admitted / profile.capacity_rps
-    utilization = profile.utilization_idle + busy * (
-        profile.utilization_at_capacity - profile.utilization_idle
-    )
     return ReplicaRates(
         offered=offered,
         succeeded=succeeded,
@@ -103,7 +101,15 @@ def serve(profile: ServingProfile, offered_rps: float) -> ReplicaRates:
         sigma=profile.sigma,
         mean_latency=service * scale,
         mean_wait=wait,
-        utilization=min(1.0, utilization),
+        utilization=utilization(profile, admitted),
         running=admitted * service,
         waiting=admitted * wait,
     )
+
+
+def utilization(profile: ServingProfile, admitted_rps: float) -> float:
+    """The accelerator's utilization while the replica admits ``admitted_rps``: from idle with
+    no load to ``utilization_at_capacity`` at capacity."""
+    busy = min(1.0, max(0.0, admitted_rps) / profile.capacity_rps)
+    span = profile.utilization_at_capacity - profile.utilization_idle
+    return min(1.0, profile.utilization_idle + busy * span)

@@ -123,9 +123,8 @@ def _vllm(pods: Sequence[ServedPod], model: str) -> Iterator[Metric]:
         success.add_metric([*key, "abort"], 0.0)
         prompt.add_metric(key, counters.prompt_tokens)
         generation.add_metric(key, counters.generated_tokens)
-        rates = counters.rates
-        running.add_metric(key, rates.running if rates else 0.0)
-        waiting.add_metric(key, rates.waiting if rates else 0.0)
+        running.add_metric(key, counters.running)
+        waiting.add_metric(key, counters.waiting)
         if shape.http_requests:
             where = [counters.namespace, pod.name, HANDLER, "POST"]
             # The instrumentator creates a status group's series on its first response.
@@ -166,8 +165,7 @@ def _tgi(pods: Sequence[ServedPod]) -> Iterator[Metric]:
         for err, value in (("generation", counters.errored), ("overloaded", counters.refused)):
             if value > 0:
                 failure.add_sample("tgi_request_failure", key | {"err": err}, value)
-        rates = counters.rates
-        queue_size.add_metric(list(key.values()), rates.waiting if rates else 0.0)
-        batch_size.add_metric(list(key.values()), rates.running if rates else 0.0)
+        queue_size.add_metric(list(key.values()), counters.waiting)
+        batch_size.add_metric(list(key.values()), counters.running)
     yield from hist_families.values()
     yield from (count, success, failure, queue_size, batch_size)

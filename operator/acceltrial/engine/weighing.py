@@ -8,9 +8,9 @@ over its requests) once those are enough; until then the window is *thin*, neith
 fail, unless the breach is already decisive. A thin window is not inconclusive: it counts toward
 no limit, and a step whose windows were thin advances at its end (a small step limits the blast
 radius; it cannot prove parity). A latency quantile beyond its limit is then told from chance
-by the candidate's requests slower than the limit (engine/tail.py). The promotion then asks for the evidence every judged window
-added up to (:func:`~acceltrial.engine.evidence.shortfalls`) and judges a criterion that was
-never judged on enough in a step on all its windows pooled.
+by the candidate's requests slower than the limit (engine/tail.py). The promotion then asks for
+the evidence every judged window added up to (:func:`~acceltrial.engine.evidence.shortfalls`)
+and judges a criterion that was never judged on enough in a step on all its windows pooled.
 """
 
 from __future__ import annotations

@@ -30,6 +30,14 @@ def items(api: Api, path: str, **query: str) -> list[dict[str, Any]]:
     return result
 
 
+def quick_to_end(body: dict[str, Any], seconds: int = 1) -> dict[str, Any]:
+    """``body`` with pods that end within ``seconds`` of being deleted: kwok, like a kubelet,
+    lets a pod go at the end of its grace period (30 s by default), which the tests that scale
+    down or roll out would otherwise wait for."""
+    body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = seconds
+    return body
+
+
 def neuron_deployment(name: str, replicas: int, cores: int) -> dict[str, Any]:
     body = deployment(name, replicas)
     pod = body["spec"]["template"]["spec"]
@@ -228,12 +236,12 @@ def test_untolerated_taints_keep_pods_off_neuron_nodes(api: Api) -> None:
 def test_scaling_and_deletion(api: Api) -> None:
     """Scaling a Deployment changes its ReplicaSet's replicas and the pod count; deleting it
     removes the ReplicaSet and pods by garbage collection."""
-    api.post(DEPLOYMENTS, deployment("web", replicas=3))
+    api.post(DEPLOYMENTS, quick_to_end(deployment("web", replicas=3)))
     eventually(lambda: available(api, "web", 3))
 
     api.merge(f"{DEPLOYMENTS}/web", {"spec": {"replicas": 1}})
     eventually(lambda: available(api, "web", 1))
-    # kwok, like a kubelet, lets a pod go within its grace period (30 s)
+    # kwok, like a kubelet, lets a pod go within its grace period (1 s here)
     eventually(lambda: len(items(api, PODS)) == 1, timeout=60)
 
     api.request(
@@ -249,7 +257,7 @@ def test_scaling_and_deletion(api: Api) -> None:
 def test_a_template_change_rolls_out_a_new_replicaset(api: Api) -> None:
     """Changing the pod template creates a new ReplicaSet (new pod-template-hash, revision 2);
     the old one is scaled to 0 once the new pods are available."""
-    api.post(DEPLOYMENTS, deployment("rollout", replicas=2))
+    api.post(DEPLOYMENTS, quick_to_end(deployment("rollout", replicas=2)))
     eventually(lambda: available(api, "rollout", 2))
 
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}}

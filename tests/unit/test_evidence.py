@@ -436,3 +436,25 @@ def test_errors_that_crept_up_in_the_bake_are_never_promoted() -> None:
     ]
     one = record([], [result(67, step=0, weight=100, candidate_errors=1)])
     assert pooled_failures([errors], one, alpha=0.01) == [], "1 of 67 may be chance (p = 0.49)"
+
+
+def test_errors_above_their_limit_over_the_trial_hold_the_promotion_back_though_within_chance() -> (
+    None
+):
+    """Errors creeping up to 3%: 7 of 244 against a 1% limit is p = 0.013, no failure at alpha
+    0.01, and no promotion either. Clopper-Pearson's 95% interval of 7/244 is 1.2% to 5.8%."""
+    errors = criterion(name="errors", metric="error_ratio", absolute={"max": 0.01})
+    rows = [
+        CriterionEvidence(criterion="errors", step=2, weight=25, windows=2,
+                          candidate_requests=100, candidate_errors=1),
+        CriterionEvidence(criterion="errors", step=0, weight=100, windows=2,
+                          candidate_requests=144, candidate_errors=6),
+    ]  # fmt: skip
+    short = shortfalls([errors], rows)
+    assert short == [
+        "errors: 7 of the candidate's 244 requests failed (2.9%; 95% interval 1.2% to 5.8%), "
+        "above its limit of 0.01: not shown within it"
+    ]
+    assert error_ratio_p_value(7, 244, 0.01) == pytest.approx(0.013, abs=0.001)
+    within = [row.model_copy(update={"candidate_errors": 0}) for row in rows]
+    assert shortfalls([errors], within) == []

@@ -19,7 +19,8 @@ is their largest one, an error ratio of 0 of 40 allows anything up to 7%. This m
   requests' tokens). A window
   with no request at all is no data (Inconclusive), as ever.
 - **the promotion's evidence** (:func:`shortfalls`): each criterion's candidate requests counted
-  over every window the trial judged it on, against its need.
+  over every window the trial judged it on, against its need; and an absolute error limit met
+  by the errors over those windows (errors above it, even within chance, do not promote).
 - **the forecast** (:func:`evidence_forecast`): before anything changes, whether the steps and
   the bake can bring that many requests at the baseline's traffic today.
 - **intervals** (:func:`error_ratio_interval`, :func:`rate_interval`): exact (Clopper-Pearson)
@@ -219,7 +220,34 @@ def shortfalls(criteria: Sequence[Criterion], evidence: Sequence[CriterionEviden
             short.append(
                 f"{criterion.name} was judged on {held:.0f} of the candidate's requests; {need.why}"
             )
+            continue
+        above = _errors_above_limit(criterion, rows, need)
+        if above is not None:
+            short.append(above)
     return short
+
+
+def _errors_above_limit(
+    criterion: Criterion, rows: Sequence[CriterionEvidence], need: Need
+) -> str | None:
+    """Why an absolute error limit is not shown met: the candidate's errors over every judged
+    window whose errors were counted (at least the need of them) are above it, though not
+    beyond chance (that rolls back). 7 failed of 244 at a 1% limit is p = 0.013, no failure
+    at alpha 0.01, and no promotion either."""
+    limit = criterion.absolute.max if criterion.absolute is not None else None
+    counted = [row for row in rows if row.candidate_errors is not None]
+    if criterion.metric != ERROR_METRIC or limit is None or not counted:
+        return None
+    requests = round(sum(row.candidate_requests for row in counted))
+    errors = round(sum(row.candidate_errors or 0.0 for row in counted))
+    if requests < max(1, need.requests) or errors / requests <= limit:
+        return None
+    low, high = error_ratio_interval(errors, requests)
+    return (
+        f"{criterion.name}: {errors} of the candidate's {requests} requests failed "
+        f"({errors / requests:.1%}; {CONFIDENCE:.0%} interval {low:.1%} to {high:.1%}), above "
+        f"its limit of {limit:.3g}: not shown within it"
+    )
 
 
 def judged_on(criteria: Sequence[Criterion], evidence: Sequence[CriterionEvidence]) -> str:

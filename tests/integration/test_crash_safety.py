@@ -16,6 +16,7 @@ import pytest
 
 from acceltrial.api.reasons import CRITERION_FAILED
 from acceltrial_testbed.sandbox.access import Access
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
     ROUTE,
     api,
@@ -27,6 +28,7 @@ from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one 
     start_operator,
 )
 from tests.sandbox.conftest import Api, Backend
+from tests.together import Batch, start_together, together
 
 pytestmark = pytest.mark.slow
 __all__ = ["api", "cluster", "operator_identity", "prometheus_url"]  # re-exported fixtures
@@ -87,26 +89,47 @@ class CrashingOperator:
         self.process.wait(timeout=30)
 
 
-@pytest.fixture
-def crashing(operator_identity: Path, tmp_path: Path) -> Iterator[Any]:
-    operators: list[CrashingOperator] = []
+@pytest.fixture(scope="module")
+def together_batch(
+    request: pytest.FixtureRequest,
+    cluster: Backend,
+    api: Api,
+    prometheus_url: str,
+    operator_identity: Path,
+) -> Iterator[Batch]:
+    """Each test drives a trial in a namespace of its own with an operator of its own (the one
+    it kills): they run at once (tests/together.py), on the backend of this module's parameter."""
+    backend = "real" if isinstance(cluster, RealControlPlane) else "emulator"
+    shared = {
+        "cluster": cluster,
+        "api": api,
+        "prometheus_url": prometheus_url,
+        "operator_identity": operator_identity,
+    }
+    with start_together(
+        request, shared, in_group=lambda item: item.callspec.params["cluster"] == backend
+    ) as batch:
+        yield batch
 
-    def make(namespace: str) -> CrashingOperator:
-        operators.append(CrashingOperator(operator_identity, tmp_path, namespace))
-        return operators[-1]
 
-    yield make
-    for operator in operators:
+def run_crashing(
+    api: Api, operator_identity: Path, folder: Path, namespace: str, path: str
+) -> tuple[dict[str, Any], CrashingOperator]:
+    """The trial at ``path`` run to its end by an operator killed in each of its phases."""
+    operator = CrashingOperator(operator_identity, folder, namespace)
+    try:
+        return operator.run_until_done(api, path), operator
+    finally:
         operator.stop()
 
 
+@together
 def test_killed_in_every_phase_a_good_candidate_is_still_promoted(
-    api: Api, cluster: Backend, prometheus_url: str, crashing: Any
+    api: Api, cluster: Backend, prometheus_url: str, operator_identity: Path, tmp_path: Path
 ) -> None:
     path = start(api, "crash", prometheus_url)
     watch = RouteWatch(cluster.access, "crash")
-    operator = crashing("crash")
-    status = operator.run_until_done(api, path)
+    status, operator = run_crashing(api, operator_identity, tmp_path, "crash", path)
     assert status["phase"] == "Promoted", status.get("decision")
     assert watch.weights == [0, 5, 25, 50, 100], "each weight set once, none skipped"
     steps = {"Preflight/None", "Progressing/0", "Progressing/1", "Progressing/2", "Progressing/3"}
@@ -114,13 +137,13 @@ def test_killed_in_every_phase_a_good_candidate_is_still_promoted(
     assert {"Promoting/3", "BakingIn/3"} <= set(operator.crashed_in), operator.crashed_in
 
 
+@together
 def test_killed_in_every_phase_a_bad_candidate_is_still_rolled_back_exactly(
-    api: Api, cluster: Backend, prometheus_url: str, crashing: Any
+    api: Api, cluster: Backend, prometheus_url: str, operator_identity: Path, tmp_path: Path
 ) -> None:
     path = start(api, "crash-regress", prometheus_url)
     watch = RouteWatch(cluster.access, "crash-regress")
-    operator = crashing("crash-regress")
-    status = operator.run_until_done(api, path)
+    status, operator = run_crashing(api, operator_identity, tmp_path, "crash-regress", path)
     assert status["phase"] == "RolledBack"
     assert status["decision"]["reason"].startswith("errors: ")
     assert status["decision"]["reasonCode"] == CRITERION_FAILED

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.conftest import REPO
 from tests.integration.test_crash_safety import TERMINAL, RouteWatch
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
@@ -31,6 +32,7 @@ from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one 
     start,
 )
 from tests.sandbox.conftest import Api
+from tests.together import Batch, start_together, together
 
 pytestmark = pytest.mark.slow
 __all__ = ["api", "cluster", "prometheus_url"]  # re-exported fixtures
@@ -146,34 +148,44 @@ class Replicas:
             process.wait(timeout=30)
 
 
-@pytest.fixture
-def replicas(cluster: Sandbox, api: Api, tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def together_batch(
+    request: pytest.FixtureRequest, cluster: Sandbox, api: Api, prometheus_url: str
+) -> Iterator[Batch]:
+    """Each test drives a trial in a namespace of its own with three replicas of its own: they
+    run at once (tests/together.py), on the backend of this module's parameter."""
     for crd in yaml.safe_load_all(PEERING_CRDS.read_text()):
-        api.post(CRDS, crd)  # 409 once the first test installed them
-    pairs: list[Replicas] = []
+        api.post(CRDS, crd)
+    backend = "real" if isinstance(cluster, RealControlPlane) else "emulator"
+    shared = {"cluster": cluster, "api": api, "prometheus_url": prometheus_url}
+    with start_together(
+        request, shared, in_group=lambda item: item.callspec.params["cluster"] == backend
+    ) as batch:
+        yield batch
 
-    def make(namespace: str) -> Replicas:
-        peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering",
-                   "metadata": {"name": "acceltrial", "namespace": namespace}}  # fmt: skip
-        assert (
-            api.post(f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings", peering).status
-            == 201
-        )
-        pairs.append(Replicas(cluster, api, tmp_path, namespace))
-        return pairs[-1]
 
-    yield make
-    for pair in pairs:
+def run_replicas(
+    cluster: Sandbox, api: Api, folder: Path, namespace: str, path: str
+) -> tuple[dict[str, Any], Replicas]:
+    """The trial at ``path`` run to its end by peered replicas, the active one killed in each
+    of its phases."""
+    peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering",
+               "metadata": {"name": "acceltrial", "namespace": namespace}}  # fmt: skip
+    assert api.post(f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings", peering).status == 201
+    pair = Replicas(cluster, api, folder, namespace)
+    try:
+        return pair.run_until_done(api, path), pair
+    finally:
         pair.stop()
 
 
+@together
 def test_killing_the_active_replica_in_every_phase_still_promotes_once(
-    api: Api, cluster: Sandbox, prometheus_url: str, replicas: Any
+    api: Api, cluster: Sandbox, prometheus_url: str, tmp_path: Path
 ) -> None:
     path = start(api, "two-replicas", prometheus_url)
     watch = RouteWatch(cluster.access, "two-replicas")
-    pair = replicas("two-replicas")
-    status = pair.run_until_done(api, path)
+    status, pair = run_replicas(cluster, api, tmp_path, "two-replicas", path)
     assert status["phase"] == "Promoted", status.get("decision")
     assert watch.weights == [0, 5, 25, 50, 100], "each weight set once, none skipped"
     phases = {"Preflight/None", "Progressing/0", "Progressing/1", "Progressing/2",
@@ -184,13 +196,13 @@ def test_killing_the_active_replica_in_every_phase_still_promotes_once(
     print(f"handovers after SIGKILL: {[round(h, 1) for h in pair.handovers]} s")
 
 
+@together
 def test_killing_the_active_replica_while_rolling_back_restores_exactly(
-    api: Api, cluster: Sandbox, prometheus_url: str, replicas: Any
+    api: Api, cluster: Sandbox, prometheus_url: str, tmp_path: Path
 ) -> None:
     path = start(api, "two-replicas-regress", prometheus_url)
     watch = RouteWatch(cluster.access, "two-replicas-regress")
-    pair = replicas("two-replicas-regress")
-    status = pair.run_until_done(api, path)
+    status, pair = run_replicas(cluster, api, tmp_path, "two-replicas-regress", path)
     assert status["phase"] == "RolledBack"
     assert backend_refs(api, "two-replicas-regress") == [ROUTE]
     # Rolled back at the first step whose requests made the errors decisive: the 5% step's
@@ -200,3 +212,4 @@ def test_killing_the_active_replica_while_rolling_back_restores_exactly(
     assert {f"Progressing/{step}", f"RollingBack/{step}"} <= set(pair.killed_in), pair.killed_in
     assert max(pair.handovers) < HANDOVER_BOUND_SECONDS, pair.handovers
     assert pair.acted_only_when_active(), "a standby replica ticked"
+    print(f"handovers after SIGKILL: {[round(h, 1) for h in pair.handovers]} s")

@@ -13,7 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-STOP_GRACE_SECONDS = 10.0
+STOP_GRACE_SECONDS = 2.0
+"""How long a component may take to end after SIGTERM before it is killed. Every component but
+kube-apiserver ends in milliseconds; kube-apiserver waits for its open watches to end, which a
+client's watch never does on its own, so it ran into any grace (10 s once, for every module's
+plane). A local plane's state is thrown away (or kept by etcd, which ends at once)."""
 LOG_TAIL_LINES = 25
 
 

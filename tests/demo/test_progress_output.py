@@ -34,7 +34,8 @@ def rolled_back_at_the_bake(on: str) -> dict[str, Any]:
     failed = on.split("+")
     results = [result("p99-latency", "Fail" if "p99-latency" in failed else "Pass", 100),
                result("cost", "Fail" if "cost" in failed else "Pass", 100)]  # fmt: skip
-    decision = {"verdict": "rollback", "reason": f"{on}: beyond the limit at 100%"}
+    decision = {"verdict": "rollback", "reason": f"{on}: beyond the limit at 100%",
+                "reasonCode": "CriterionFailed"}  # fmt: skip
     return {"phase": "RollingBack", "step": 3, "canaryWeight": 100, "analysis": results,
             "lastMeasurementAt": "2026-12-03T09:40:00Z", "economics": ECONOMICS,
             "decision": decision}  # fmt: skip
@@ -84,6 +85,18 @@ def test_a_rollback_tells_what_the_candidate_would_have_cost_and_why(
     assert "pays back" not in text
     assert "the candidate would have saved $767 per month" in text
     assert told in text
+
+
+def test_a_rollback_for_another_reason_names_no_criterion() -> None:
+    """A candidate not scaled for all traffic: the last measurement's thin cost is not why."""
+    status = rolled_back_at_the_bake("cost")
+    status["decision"] = {"verdict": "rollback", "reasonCode": "CandidateNotScaled",
+                          "reason": "the candidate did not reach 3 Available replicas"}  # fmt: skip
+    deciding = deciding_criteria(status, METRICS)
+    assert deciding == {}
+    text = "\n".join(economics_lines(ECONOMICS, INSTANCES, status["decision"], deciding))
+    assert "the trial rolled back before any criterion failed" in text
+    assert "cost criterion" not in text
 
 
 def test_a_failed_preflight_has_unknown_economics() -> None:

@@ -422,6 +422,37 @@ def test_a_regression_seen_only_in_thin_windows_is_rolled_back_at_the_promotion(
     assert "pooled over 120 of the candidate's requests" in status.decision.reason
 
 
+def test_a_regression_seen_only_in_thin_windows_of_the_steps_is_rolled_back_before_promoting() -> (
+    None
+):
+    """Pooled over the steps the thin windows already hold the need (3 x 40 >= 100): the trial
+    rolls back at the last step's end, before the candidate is scaled for all traffic."""
+    spec = quiet_spec(criteria=[RELATIVE_P99 | {"name": "c"}])
+    status, now, phases = TrialStatus(), T0, []
+    for _ in range(12):
+        now += timedelta(minutes=1)
+        measurement = None
+        if measurement_due(spec, status, now) and status.phase not in (None, "Pending"):
+            thin = CriterionResult(
+                criterion="c", step=status.step or 0, weight=status.canary_weight or 0,
+                verdict="Inconclusive", thin=True, candidate=5.0, baseline=2.8,
+                requests=RequestCounts(candidate=40, baseline=300), reason="thin", at=now,
+            )  # fmt: skip
+            measurement = Measurement("Thin", "c: thin", (thin,))
+        seen = Observation(now=now, generation=1, routing=ROUTING, candidate_available=True,
+                           candidate_available_replicas=1, measurement=measurement)  # fmt: skip
+        status = decide(spec, status, seen).status
+        phases.append(status.phase)
+        if status.phase == "RolledBack":
+            break
+    assert status.decision is not None
+    assert status.decision.reason_code == "CriterionFailed"
+    assert "pooled over 120 of the candidate's requests" in status.decision.reason
+    assert "(the steps)" in status.decision.reason
+    assert "Promoting" not in phases
+    assert status.promotion is None
+
+
 def test_errors_that_crept_up_in_the_bake_are_never_promoted() -> None:
     errors = criterion(name="errors", metric="error_ratio", absolute={"max": 0.01})
     rows = record(

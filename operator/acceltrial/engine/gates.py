@@ -205,6 +205,17 @@ def _latest_passed(status: TrialStatus) -> bool:
     return counts is not None and counts.last_outcome in ("Pass", "Thin")
 
 
+def pooled_over_the_steps(spec: TrialSpec, status: TrialStatus) -> GateVerdict:
+    """Before the promotion begins (the candidate scaled for all traffic, or an approval asked
+    for): a criterion only ever judged on thin windows is judged on all of them pooled, and a
+    failure rolls back, as at the bake's end. A candidate dearer in every thin window (2.4 and
+    2.7 times the baseline's cost on 12 and 22 requests) is not scaled up first."""
+    failed = pooled_failures(spec.analysis.criteria, status.evidence or [], spec.analysis.alpha)
+    if failed:
+        return GateVerdict(roll_back=CRITERION_FAILED, reason="; ".join(failed) + " (the steps)")
+    return PASSED
+
+
 def enough_evidence(spec: TrialSpec, status: TrialStatus) -> GateVerdict:
     """The promotion's evidence rule (engine/evidence.py): a criterion never judged on
     enough requests in one step is judged on all its windows pooled, and rolls back when

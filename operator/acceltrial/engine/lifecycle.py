@@ -55,6 +55,7 @@ from acceltrial.engine.gates import (
     compiled,
     enough_evidence,
     measurement_recorded,
+    pooled_over_the_steps,
     preflight_cleared,
     step_served,
 )
@@ -315,6 +316,10 @@ class _Tick:
         step = self.status.step or 0
         if step < len(self.spec.steps):
             self._start_step(step + 1)
+        elif self.obs.action != "promote" and not self._obey(
+            pooled_over_the_steps(self.spec, self.status)
+        ):
+            return  # a person's promote skips the analysis, as Argo Rollouts' promote --full
         elif self.spec.promotion.mode == "manual":
             self._pause("AwaitingApproval", "the last step passed; waiting for approve")
         else:

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from acceltrial.api.reasons import CRITERION_FAILED, INCONCLUSIVE
 from acceltrial.api.status import EconomicsStatus
 from acceltrial.engine.metrics import COST_METRICS
 from acceltrial.pages.progress_bar import bar, progress
@@ -149,10 +150,12 @@ def _not_promoted(verdict: str, deciding: Mapping[str, str | None]) -> str:
 
 def deciding_criteria(status: Manifest, metrics: Mapping[str, str | None]) -> dict[str, str | None]:
     """The criteria (name: metric) whose verdict in the last measurement rolled the trial back:
-    the failed ones, else those that did not pass; none for an abort or a candidate that never
-    became Available."""
+    the failed ones, else those that did not pass; none for an abort or a rollback for another
+    reason (a candidate that never became Available, or was not scaled for all traffic)."""
     decision = status.get("decision") or {}
     if decision.get("verdict") != "rollback":
+        return {}
+    if decision.get("reasonCode") not in (CRITERION_FAILED, INCONCLUSIVE):
         return {}
     latest = latest_results(status)
     failed = [r["criterion"] for r in latest if r.get("verdict") == "Fail"]

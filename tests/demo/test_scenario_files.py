@@ -36,6 +36,17 @@ def test_each_shipped_scenario_loads_with_a_valid_trial(path: Path) -> None:
     assert trial["kind"] == "AcceleratorTrial"
 
 
+USER_WRITTEN = sorted((REPO / "tests" / "fixtures" / "user-scenarios").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", USER_WRITTEN, ids=lambda p: p.stem)
+def test_each_scenario_a_new_user_wrote_loads(path: Path) -> None:
+    """Written from docs/demo.md alone (tests/fixtures/user-scenarios/README.md)."""
+    scenario, trial = load_scenario(path)
+    assert scenario.expect.phase in ("Promoted", "RolledBack")
+    assert trial["spec"]["analysis"]["criteria"], "the shipped trial's criteria, or their own"
+
+
 def write(tmp_path: Path, text: str) -> Path:
     (tmp_path / "trial.yaml").write_text((SCENARIOS / "trial.yaml").read_text())
     path = tmp_path / "broken.yaml"

@@ -44,6 +44,7 @@ from acceltrial.engine.costing import (
     requests_served,
 )
 from acceltrial.engine.economics import cost_criterion_values
+from acceltrial.engine.evidence import MEAN_NEED
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.weighing import weigh
 from tests.unit.test_costing import RESOURCES, TARGETS
@@ -66,7 +67,9 @@ def served(
         "token_rate": rps * TOKENS_PER_REQUEST,
         "accelerator_utilization": utilization,
         "scrapes": scrapes,
-        "requests": rps * INTERVAL if requests is None else requests,
+        # At least what a mean needs, so the window's unit costs join the bake's medians
+        # (test_a_thin_windows_unit_costs_join_no_median tests that rule).
+        "requests": max(rps * INTERVAL, MEAN_NEED) if requests is None else requests,
     }
 
 
@@ -246,3 +249,21 @@ def test_only_sound_step_measurements_establish_the_baseline() -> None:
     )
     assert baked.candidate is not None
     assert baked.candidate.projected_cost_per_million_tokens == pytest.approx(0.3037, rel=1e-3)
+
+
+def test_a_thin_windows_unit_costs_join_no_median() -> None:
+    """A 5% step's window of a few requests reads a near-idle accelerator: its unit cost is
+    kept for no median the bake compares (the flagship's candidate median once read 0.91x the
+    baseline's with two such figures, 0.33 and 0.83, among five; the profiles imply 0.56x)."""
+    thin = readings(
+        baseline=served(11.4, 0.68), candidate=served(0.6, 0.05, requests=3)
+    )  # fmt: skip
+    costs = figures(thin, baking=False)
+    kept = economics_status(costs, thin, step_3_window(4.9), None).baseline_from_steps
+    assert kept is not None
+    assert not kept.candidate_cost_per_million_tokens, "3 requests: no figure of the candidate"
+    assert kept.projected_cost_per_million_tokens, "the baseline counted 30: its figure is kept"
+    enough = readings(baseline=served(11.4, 0.68), candidate=served(6, 0.33))
+    counted = economics_status(figures(enough, False), enough, step_3_window(4.9), None)
+    assert counted.baseline_from_steps is not None
+    assert counted.baseline_from_steps.candidate_cost_per_million_tokens

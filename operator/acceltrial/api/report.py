@@ -164,7 +164,9 @@ class ReadingQuery(ApiModel):
     """The query one reading used, as last asked: it gives the same answer alone."""
 
     reading: str
-    """The criterion's name, or ``economics:`` and the cost model's input (``request_rate``...)."""
+    """The criterion's name, ``NAME:slower`` for the latency counters a fixed-mode quantile
+    criterion is told from chance with, or ``economics:`` and the cost model's input
+    (``request_rate``...)."""
     variant: Literal["baseline", "candidate"]
     query: str
     """What the metrics source was asked, in its own language (PromQL)."""

@@ -435,7 +435,7 @@ def test_a_regression_seen_only_in_thin_windows_of_the_steps_is_rolled_back_befo
         if measurement_due(spec, status, now) and status.phase not in (None, "Pending"):
             thin = CriterionResult(
                 criterion="c", step=status.step or 0, weight=status.canary_weight or 0,
-                verdict="Inconclusive", thin=True, candidate=5.0, baseline=2.8,
+                verdict="Inconclusive", thin=True, candidate=5.5, baseline=2.8,
                 requests=RequestCounts(candidate=40, baseline=300), reason="thin", at=now,
             )  # fmt: skip
             measurement = Measurement("Thin", "c: thin", (thin,))
@@ -447,6 +447,7 @@ def test_a_regression_seen_only_in_thin_windows_of_the_steps_is_rolled_back_befo
             break
     assert status.decision is not None
     assert status.decision.reason_code == "CriterionFailed"
+    # 5.5 s is 1.96x the baseline's 2.8 s, 1.64 times the 1.2 limit: a clear breach.
     assert "pooled over 120 of the candidate's requests" in status.decision.reason
     assert "(the steps)" in status.decision.reason
     assert "Promoting" not in phases

@@ -208,9 +208,12 @@ def _latest_passed(status: TrialStatus) -> bool:
 def pooled_over_the_steps(spec: TrialSpec, status: TrialStatus) -> GateVerdict:
     """Before the promotion begins (the candidate scaled for all traffic, or an approval asked
     for): a criterion only ever judged on thin windows is judged on all of them pooled, and a
-    failure rolls back, as at the bake's end. A candidate dearer in every thin window (2.4 and
-    2.7 times the baseline's cost on 12 and 22 requests) is not scaled up first."""
-    failed = pooled_failures(spec.analysis.criteria, status.evidence or [], spec.analysis.alpha)
+    clear failure (1.5 times beyond its limit) rolls back; a nearer one is left to the bake,
+    which adds evidence. A candidate dearer in every thin window (2.4 and 2.7 times the
+    baseline's cost on 12 and 22 requests) is not scaled up first."""
+    failed = pooled_failures(
+        spec.analysis.criteria, status.evidence or [], spec.analysis.alpha, clear_only=True
+    )
     if failed:
         return GateVerdict(roll_back=CRITERION_FAILED, reason="; ".join(failed) + " (the steps)")
     return PASSED

@@ -16,12 +16,12 @@ import pytest
 
 from acceltrial.api.reasons import CRITERION_FAILED
 from acceltrial_testbed.sandbox.access import Access
-from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
     ROUTE,
     api,
     backend_refs,
     cluster,
+    on_backend_of,
     operator_identity,
     prometheus_url,
     start,
@@ -99,16 +99,13 @@ def together_batch(
 ) -> Iterator[Batch]:
     """Each test drives a trial in a namespace of its own with an operator of its own (the one
     it kills): they run at once (tests/together.py), on the backend of this module's parameter."""
-    backend = "real" if isinstance(cluster, RealControlPlane) else "emulator"
     shared = {
         "cluster": cluster,
         "api": api,
         "prometheus_url": prometheus_url,
         "operator_identity": operator_identity,
     }
-    with start_together(
-        request, shared, in_group=lambda item: item.callspec.params["cluster"] == backend
-    ) as batch:
+    with start_together(request, shared, in_group=on_backend_of(cluster)) as batch:
         yield batch
 
 

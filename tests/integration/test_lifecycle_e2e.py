@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,17 +165,21 @@ def together_batch(
 ) -> Iterator[Batch]:
     """Every test of this module drives a trial in a namespace of its own: they run at once
     (tests/together.py), on the backend of this module's parameter."""
-    backend = "real" if isinstance(cluster, RealControlPlane) else "emulator"
     shared = {
         "cluster": cluster,
         "api": api,
         "prometheus_url": prometheus_url,
         "operator": operator,
     }
-    with start_together(
-        request, shared, in_group=lambda item: item.callspec.params["cluster"] == backend
-    ) as batch:
+    with start_together(request, shared, in_group=on_backend_of(cluster)) as batch:
         yield batch
+
+
+def on_backend_of(cluster: Backend) -> Callable[[pytest.Item], bool]:
+    """Whether a test is of ``cluster``'s backend (this module's parameter): a module's batch
+    starts the tests of its own backend only."""
+    backend = "real" if isinstance(cluster, RealControlPlane) else "emulator"
+    return lambda item: item.callspec.params["cluster"] == backend  # type: ignore[attr-defined]
 
 
 def install_baseline(api: Api, namespace: str) -> None:

@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from acceltrial_testbed.sandbox.cluster import Sandbox
-from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.conftest import REPO
 from tests.integration.test_crash_safety import TERMINAL, RouteWatch
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
@@ -28,6 +27,7 @@ from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one 
     api,
     backend_refs,
     cluster,
+    on_backend_of,
     prometheus_url,
     start,
 )
@@ -156,11 +156,8 @@ def together_batch(
     run at once (tests/together.py), on the backend of this module's parameter."""
     for crd in yaml.safe_load_all(PEERING_CRDS.read_text()):
         api.post(CRDS, crd)
-    backend = "real" if isinstance(cluster, RealControlPlane) else "emulator"
     shared = {"cluster": cluster, "api": api, "prometheus_url": prometheus_url}
-    with start_together(
-        request, shared, in_group=lambda item: item.callspec.params["cluster"] == backend
-    ) as batch:
+    with start_together(request, shared, in_group=on_backend_of(cluster)) as batch:
         yield batch
 
 

@@ -158,6 +158,35 @@ def test_a_thin_windows_cost_is_never_decisive_however_far_beyond_its_limit() ->
     assert weigh(failed, cost, 40, 0.05).verdict == "Fail"
 
 
+def test_a_cost_near_its_limit_in_one_window_is_thin_and_judged_pooled() -> None:
+    """The flagship's candidate, 0.56x the baseline's cost by its profiles, read 0.99x on one
+    window of 39 requests on a busy machine (limit 0.9): no rollback on that window alone.
+    Pooled with the trial's other windows at the promotion, a dearer candidate still fails."""
+    cost = criterion(name="cost", metric="cost_per_million_tokens", relative={"max": 0.9})
+    near = Judgement("cost", "Fail", "0.99x the baseline's", ratio=0.99, baseline_requests=400)
+
+    judged = weigh(near, cost, 39, 0.01)
+
+    assert (judged.verdict, judged.thin) == ("Inconclusive", True)
+    assert "judged on every window pooled before the promotion" in judged.reason
+    passed = CriterionEvidence(
+        criterion="cost", step=2, weight=25, windows=1, thin_windows=0, candidate_requests=40,
+        baseline_requests=120, candidate_value_sum=0.5 * 40, baseline_value_sum=1.0 * 120,
+    )  # fmt: skip
+    dearer = passed.model_copy(
+        update={"step": 3, "weight": 50, "candidate_requests": 120, "thin_windows": 1,
+                "candidate_value_sum": 1.2 * 120, "baseline_value_sum": 1.0 * 120}
+    )  # fmt: skip
+    # (20 + 144) / 160 = 1.025 against (120 + 120) / 240 = 1.0: above 0.9.
+    assert pooled_failures([cost], [passed, dearer]) == [
+        "cost: pooled over 160 of the candidate's requests: 1.025 is 1.02x the baseline's 1 "
+        "(limit max 0.9)"
+    ], "a cost is pooled though one window was judged alone"
+    latency = criterion(**RELATIVE_P99)
+    rows = [row.model_copy(update={"criterion": "c"}) for row in (passed, dearer)]
+    assert pooled_failures([latency], rows) == [], "other criteria: judged in a step already"
+
+
 def test_a_relative_criterion_is_thin_on_a_thin_baseline() -> None:
     relative = criterion(metric="latency_p99", relative={"max": 1.2})
     judged = judge_window(relative, one(1.0, 40), one(1.0, 400))

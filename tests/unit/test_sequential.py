@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from acceltrial.api.spec import AnalysisSpec
 from acceltrial.engine.analysis import Reading, judge, plan
 from acceltrial.engine.metrics import MetricRequest, PresetMetric, VariantTarget
-from acceltrial.engine.sequential import error_counts
+from acceltrial.engine.sequential import error_counts, latency_counts
 from acceltrial.engine.weighing import judge_window
 from acceltrial.providers.metrics.prometheus import Series
 from acceltrial.providers.metrics.prometheus.reader import promql, to_reading
@@ -157,14 +158,52 @@ def test_a_5xx_series_present_from_the_window_start_is_differenced() -> None:
     assert sum(counts.events["errors"].values()) == 16.0, "its first value is from before"
 
 
+def test_a_new_pods_first_requests_count_when_its_series_began_after_the_range() -> None:
+    """A candidate pod's status series appears with its first response: at 1 request/s its
+    first window of a step holds one or two scrapes of it, and differencing those lost its
+    requests ("no requests counted for the candidate"). Known to begin after the range's start
+    (``since``), it counts from zero, as the vLLM instrumentator's counter did."""
+    since = 100.0
+    ok = ((102.0, 2.0), (103.0, 3.0))  # created by its first request, after the step began
+
+    assert sum(error_counts({"2xx": ok}).requests.values()) == 1.0, "without the range's start"
+    counts = error_counts({"2xx": ok}, since)
+
+    assert sum(counts.requests.values()) == 3.0
+    spec = analysis(metric="error_ratio", absolute={"max": 0.01})
+    reading = Reading(series=1, parts=(("2xx", ok),), since=since)
+    judged = judge(spec.criteria[0], None, reading, spec)
+    assert judged.verdict == "Pass"
+    assert judged.candidate_requests == 3.0
+
+
+def test_a_series_there_at_the_range_start_is_differenced_whatever_its_value() -> None:
+    ok = ((100.0, 50.0), (101.0, 52.0), (102.0, 53.0))
+
+    assert sum(error_counts({"2xx": ok}, since=100.0).requests.values()) == 3.0
+    assert sum(latency_counts({"+Inf": ok}, since=100.0).requests.values()) == 3.0
+
+
+def test_a_histogram_first_seen_in_the_range_counts_from_zero() -> None:
+    """A pod whose first scrape comes after the step began (created by the scale-up, or found
+    late by Prometheus) served its first counts in the range."""
+    late = {"1.0": ((104.0, 1.0), (105.0, 2.0)), "+Inf": ((104.0, 2.0), (105.0, 4.0))}
+
+    counts = latency_counts(late, since=100.0)
+
+    assert sum(counts.requests.values()) == 4.0
+    assert sum(counts.events["slower than 1.0 s"].values()) == 2.0
+
+
 def test_to_reading_keeps_each_series_by_the_split_label() -> None:
     query = MetricRequest("c", "candidate", PresetMetric("latency_p99"), counters="latency")
     series = [Series({"le": "1.0"}, ((0.0, 1.0), (15.0, 2.0))), Series({"le": "+Inf"}, ())]
 
-    reading = to_reading(series, query)
+    reading = to_reading(series, query, since=datetime.fromtimestamp(0.0, UTC))
 
     assert reading.parts == (("1.0", ((0.0, 1.0), (15.0, 2.0))), ("+Inf", ()))
     assert reading.series == 2
+    assert reading.since == 0.0, "the range's start, to tell series created in it"
 
 
 def test_a_b_candidates_within_tolerance_fail_at_most_alpha_of_steps() -> None:

@@ -91,6 +91,9 @@ class Reading:
     ``0.5`` or ``+Inf``, a status class such as ``5xx``) and its (timestamp, value) samples."""
     asked: str = ""
     """What the source was asked, in its own language (the rendered query), for messages."""
+    since: float | None = None
+    """Raw counters: the start of the range their samples cover (Unix seconds), so a series
+    first seen after it is known to have been created in the range (engine/sequential.py)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,9 @@ class Judgement:
     candidate_errors: float | None = None
     """The candidate's failed requests among them (error ratios)."""
     thin: bool = False
+    unserved: bool = False
+    """The candidate answered no request in what was judged: thin or inconclusive by whether
+    its share should have brought some (engine/unserved.py)."""
     """Too few requests to pass or fail (verdict Inconclusive, but no data problem)."""
     spans_step: bool = False
     """The counts span the step so far (a sequential test), not one interval."""
@@ -373,10 +379,23 @@ def _judge_sequential(
             )
         parts = dict(reading.parts)
         counts[variant] = (
-            latency_counts(parts) if check.stream == "latency" else error_counts(parts)
+            latency_counts(parts, reading.since)
+            if check.stream == "latency"
+            else error_counts(parts, reading.since)
         )
-        if sum(counts[variant].requests.values()) <= 0:
-            return _inconclusive(name, f"no requests counted for the {variant} in this step yet")
+    totals = {variant: sum(counted.requests.values()) for variant, counted in counts.items()}
+    if totals.get("baseline", 1.0) <= 0:
+        return _inconclusive(name, "no requests counted for the baseline in this step yet")
+    if totals["candidate"] <= 0:
+        return Judgement(
+            name,
+            "Inconclusive",
+            "no requests counted for the candidate in this step yet",
+            candidate_requests=0.0,
+            baseline_requests=totals.get("baseline"),
+            spans_step=True,
+            unserved=True,
+        )
     if check.one_sample:
         evidence = one_sample_evidence(counts["candidate"], check.tolerance, alpha)
         limit = f"an error ratio of {_fmt(check.tolerance)}"

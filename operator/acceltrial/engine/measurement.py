@@ -46,6 +46,7 @@ from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, Vari
 from acceltrial.engine.schedule import mirror_at, requested_weight
 from acceltrial.engine.tail import tail_key, tail_request
 from acceltrial.engine.ticks import Measurement
+from acceltrial.engine.unserved import expected_requests, weigh_unserved
 from acceltrial.engine.weighing import judge_window, weigh
 
 Readings = Mapping[tuple[str, Variant], Reading]
@@ -174,6 +175,7 @@ def judge_measurement(
         )
         for c in applicable(spec.analysis, planned.requested)
     ]
+    judgements = [_unserved(j, planned, readings, spec.analysis.alpha) for j in judgements]
     outcome, reason = round_outcome(judgements)
     now = planned.window.end
     results = tuple(_result(j, planned, now) for j in judgements)
@@ -199,6 +201,26 @@ def _queries(readings: Readings) -> dict[str, dict[Variant, str]]:
         if reading.asked:
             asked.setdefault(name, {})[variant] = reading.asked
     return asked
+
+
+def _unserved(
+    judgement: Judgement, planned: MeasurementPlan, readings: Readings, alpha: float
+) -> Judgement:
+    """A criterion the candidate served no request of, thin or inconclusive by whether its
+    share should have brought some beside the baseline's requests over the same span (those
+    the criterion counted, else the window's, engine/unserved.py)."""
+    if not judgement.unserved:
+        return judgement
+    beside = judgement.baseline_requests
+    if beside is None:
+        beside = requests_served(readings, "baseline")
+    expected = expected_requests(beside, planned.weight, planned.mirror)
+    share = (
+        f"{planned.mirror}% of requests mirrored"
+        if planned.mirror and not planned.weight
+        else f"{planned.weight}% share"
+    )
+    return weigh_unserved(judgement, expected, share, alpha)
 
 
 def _result(judgement: Judgement, planned: MeasurementPlan, now: datetime) -> CriterionResult:

@@ -91,9 +91,11 @@ class Counts:
     events: Mapping[str, Mapping[float, float]]
 
 
-def latency_counts(parts: Mapping[str, Samples]) -> Counts:
+def latency_counts(parts: Mapping[str, Samples], since: float | None = None) -> Counts:
     """From a histogram's cumulative bucket counters, one part per bound: requests (``+Inf``)
-    and, per finite bound, requests slower than it."""
+    and, per finite bound, requests slower than it. A histogram first seen after ``since`` (the
+    start of the range) was created in it (a new pod's), and counts from zero."""
+    parts = _created_from_zero(parts, since)
     total = increments(parts.get("+Inf", ()))
     events = {}
     for bound, samples in parts.items():
@@ -106,19 +108,19 @@ def latency_counts(parts: Mapping[str, Samples]) -> Counts:
     return Counts(total, events)
 
 
-def error_counts(parts: Mapping[str, Samples]) -> Counts:
+def error_counts(parts: Mapping[str, Samples], since: float | None = None) -> Counts:
     """From requests counted by status class: requests, and those answered 5xx.
 
     A status class's series exists only from its first response (vLLM's instrumentator, TGI's
-    failure counter), so a series that begins after the others began was created in the window:
-    it counted up from zero, and its first value is requests of the window, not a baseline to
-    difference from (else the first errors of a failing build, often all a short step sees,
-    would be lost)."""
-    firsts = [samples[0][0] for samples in parts.values() if samples]
-    began = min(firsts, default=0.0)
+    failure counter), so a series first seen after the range began (``since``; else after the
+    others began) was created in the window: it counted up from zero, and its first value is
+    requests of the window, not a baseline to difference from. Else the first errors of a
+    failing build, often all a short step sees, would be lost, and so would a new candidate
+    pod's first requests: at 1 request/s, a step's first window held none."""
+    if since is None:
+        since = min((samples[0][0] for samples in parts.values() if samples), default=0.0)
     by_status = {
-        status: increments(_from_zero(samples) if samples and samples[0][0] > began else samples)
-        for status, samples in parts.items()
+        status: increments(samples) for status, samples in _created_from_zero(parts, since).items()
     }
     times = set().union(*(s.keys() for s in by_status.values())) if by_status else set()
     requests = {t: sum(s.get(t, 0.0) for s in by_status.values()) for t in times}
@@ -127,6 +129,23 @@ def error_counts(parts: Mapping[str, Samples]) -> Counts:
         for t in times
     }
     return Counts(requests, {"errors": errors})
+
+
+SAME_START_SECONDS = 0.5
+"""A series whose first sample is this close to the range's start was there before it: a range
+query's points lie one resolution (at least 1 s) apart."""
+
+
+def _created_from_zero(parts: Mapping[str, Samples], since: float | None) -> Mapping[str, Samples]:
+    """``parts`` with each series first seen after ``since`` counted up from zero."""
+    if since is None:
+        return parts
+    return {
+        name: _from_zero(samples)
+        if samples and samples[0][0] > since + SAME_START_SECONDS
+        else samples
+        for name, samples in parts.items()
+    }
 
 
 def _from_zero(samples: Samples) -> Samples:

@@ -88,7 +88,7 @@ def tail_test(judgement: Judgement, criterion: Criterion, counters: Reading | No
     threshold = _threshold(judgement, criterion)
     if quantile is None or threshold is None or counters is None or not counters.parts:
         return None
-    counts = latency_counts(dict(counters.parts))
+    counts = latency_counts(dict(counters.parts), counters.since)
     bounds = sorted(
         float(name) for name in dict(counters.parts) if name != "+Inf" and float(name) >= threshold
     )

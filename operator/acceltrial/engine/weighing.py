@@ -107,17 +107,48 @@ def weigh(
 ) -> Judgement:
     """The judgement of one window weighed by the candidate's requests in it: judged on the
     ``step``'s windows pooled with it when it holds fewer than the criterion needs, and thin
-    (neither pass nor fail) while those are fewer too, unless the breach is decisive."""
+    (neither pass nor fail) while those are fewer too, unless the breach is decisive. A cost
+    failure not clearly beyond its limit is thin whatever its requests (:func:`_cost_held`)."""
+    return _cost_held(_weighed(judgement, criterion, requests, alpha, step), criterion)
+
+
+def _cost_held(judgement: Judgement, criterion: Criterion) -> Judgement:
+    """A cost that fails by less than :data:`CLEAR_BREACH` times its limit, thin: judged on every
+    window pooled before the promotion (:func:`pooled_failures`). A window's cost joins a few
+    seconds of utilization gauges to its requests' tokens; the flagship's candidate, 0.56x the
+    baseline's cost by its profiles, read 0.99x on 39 requests on a busy machine (limit 0.9).
+    A cost harms no user while the trial runs; a clearly dearer candidate still stops at once."""
+    if criterion.metric not in COST_METRICS or judgement.verdict != "Fail":
+        return judgement
+    factor = breach_factor(judgement, criterion)
+    if factor is not None and factor >= CLEAR_BREACH:
+        return judgement
+    why = (
+        f"thin: {judgement.reason}; less than {CLEAR_BREACH:g}x its limit in one window, so "
+        "judged on every window pooled before the promotion"
+    )
+    return replace(judgement, verdict="Inconclusive", thin=True, reason=why)
+
+
+def _weighed(
+    judgement: Judgement,
+    criterion: Criterion,
+    requests: float | None,
+    alpha: float,
+    step: Sequence[CriterionEvidence],
+) -> Judgement:
     need = need_of(criterion)
     counted = replace(judgement, candidate_requests=requests)
+    if requests is not None and requests <= 0 and not judgement.errored:
+        # Its figure (NaN, or none) tells nothing: thin or inconclusive by engine/unserved.py.
+        why = "no data: the candidate answered no request in the window"
+        if judgement.verdict == "Inconclusive":
+            why = f"{why} ({judgement.reason})"
+        return replace(
+            counted, verdict="Inconclusive", candidate=None, ratio=None, reason=why, unserved=True
+        )
     if need is None or requests is None or judgement.verdict == "Inconclusive":
         return counted
-    if requests <= 0:
-        return replace(
-            counted,
-            verdict="Inconclusive",
-            reason="no data: the candidate answered no request in the window",
-        )
     # A relative criterion also rests on the baseline's requests in the window.
     baseline = judgement.baseline_requests if criterion.relative is not None else None
     if baseline is not None and baseline < need.requests:
@@ -239,7 +270,8 @@ def pooled_failures(
     clear_only: bool = False,
 ) -> list[str]:
     """Each criterion every window of which was thin (never judged on enough requests in a
-    step) that fails on all its windows pooled, and each error ratio whose bake errors an
+    step), and each cost (thin by :func:`_cost_held` unless clearly beyond), that fails on
+    all its windows pooled, and each error ratio whose bake errors an
     exact binomial test at ``alpha`` rejects (errors that crept up while a test gathered
     evidence), in words. ``clear_only`` (before the promotion begins, when the bake can still
     add evidence) keeps only pooled failures :data:`CLEAR_BREACH` times beyond their limit:
@@ -252,7 +284,8 @@ def pooled_failures(
         if crept is not None:
             failed.append(f"{criterion.name}: {crept}")
             continue
-        if not rows or any(row.windows > row.thin_windows for row in rows):
+        judged_alone = any(row.windows > row.thin_windows for row in rows)
+        if not rows or (judged_alone and criterion.metric not in COST_METRICS):
             continue
         pooled = judge_pooled(criterion, rows)
         if pooled is None or pooled.verdict != "Fail":

@@ -48,11 +48,11 @@ class PrometheusReader:
         queries = [self.describe(a.request, a.target) for a in asks]
         if len(asks) == 1:
             series = self._query(queries[0], asks[0].request, start, end, resolution_seconds)
-            return [to_reading(series, asks[0].request, asked=queries[0])]
+            return [to_reading(series, asks[0].request, asked=queries[0], since=start)]
         answer = self._query(together(queries), asks[0].request, start, end, resolution_seconds)
         parts = split_answer(answer, len(asks))
         return [
-            to_reading(part, ask.request, asked=query)
+            to_reading(part, ask.request, asked=query, since=start)
             for part, ask, query in zip(parts, asks, queries, strict=True)
         ]
 
@@ -126,13 +126,20 @@ def _labelled(query: str, label: str, value: str) -> str:
     return f'label_replace(({query}), "{label}", "{value}", "", "")'
 
 
-def to_reading(series: Sequence[Series], request: MetricRequest, asked: str = "") -> Reading:
+def to_reading(
+    series: Sequence[Series],
+    request: MetricRequest,
+    asked: str = "",
+    since: datetime | None = None,
+) -> Reading:
     """A query's series as a Reading: values, series count and, if asked, the request count;
-    raw counters as parts, one per value of the label that splits them."""
+    raw counters as parts, one per value of the label that splits them, with the start of
+    their range (``since``)."""
     if request.counters is not None:
         split_by = COUNTER_LABELS[request.counters]
         parts = tuple((s.labels.get(split_by, ""), tuple(s.samples)) for s in series)
-        return Reading(series=len(series), parts=parts, asked=asked)
+        began = since.timestamp() if since is not None else None
+        return Reading(series=len(series), parts=parts, asked=asked, since=began)
     requests: float | None = None
     if request.requests is not None:
         counted = [s for s in series if s.labels.get(PART_LABEL) == "requests"]

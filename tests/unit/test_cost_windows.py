@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from acceltrial.api.spec import Criterion, EconomicsSpec
-from acceltrial.api.status import BaselineCostFromSteps
+from acceltrial.api.status import BaselineCostFromSteps, CriterionEvidence
 from acceltrial.engine.analysis import Reading, judge_cost
 from acceltrial.engine.costing import (
     COST_INPUT_PREFIX,
@@ -44,7 +44,7 @@ from acceltrial.engine.costing import (
     requests_served,
 )
 from acceltrial.engine.economics import cost_criterion_values
-from acceltrial.engine.evidence import MEAN_NEED
+from acceltrial.engine.evidence import MEAN_NEED, shortfalls
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.weighing import weigh
 from tests.unit.test_costing import RESOURCES, TARGETS
@@ -219,13 +219,34 @@ def test_a_candidate_dearer_than_the_established_baseline_still_fails_the_bake()
     assert judged.ratio > 0.9
 
 
-def test_the_bake_without_an_established_baseline_is_inconclusive() -> None:
+def test_the_bake_without_an_established_baseline_is_thin_and_pooled_at_the_promotion() -> None:
+    """A quiet service's steps held no window of 30 of the baseline's requests (the replicas
+    router at 13 requests/s): each bake window counted as inconclusive and the trial paused at
+    100% for a person. The window is thin; the promotion pools every window's figures."""
     measured = bake_reading(12)
     judged = judge_cost_criterion(
         CRITERION, measured, figures(measured, True), bake_window(4.6), None
     )
-    assert judged.verdict == "Inconclusive"
-    assert "no sound step measurement established its cost" in judged.reason
+    assert (judged.verdict, judged.thin) == ("Inconclusive", True)
+    assert "no step window held the 30 of its requests a unit cost needs alone" in judged.reason
+    assert judged.candidate is not None, "its figure joins the pooled comparison"
+
+
+def test_a_cost_never_set_beside_the_baselines_does_not_promote() -> None:
+    cost = Criterion.model_validate(
+        {"name": "cost", "metric": "cost_per_million_tokens", "relative": {"max": 0.9}}
+    )
+    bake_only = CriterionEvidence(
+        criterion="cost", step=0, weight=100, windows=3, thin_windows=3,
+        candidate_requests=150, candidate_value_sum=0.2 * 150,
+    )  # fmt: skip
+    assert shortfalls([cost], [bake_only]) == [
+        "cost was compared with the baseline's cost on 0 of its requests; a mean needs 30 requests"
+    ]
+    step = bake_only.model_copy(
+        update={"step": 2, "weight": 50, "baseline_requests": 40, "baseline_value_sum": 0.4 * 40}
+    )
+    assert shortfalls([cost], [bake_only, step]) == []
 
 
 def test_only_sound_step_measurements_establish_the_baseline() -> None:

@@ -39,6 +39,7 @@ from acceltrial.engine.evidence import (
     need_of,
     rate_interval,
     record,
+    share_above_p_value,
     shortfalls,
 )
 from acceltrial.engine.lifecycle import decide
@@ -105,6 +106,16 @@ def test_one_error_in_17_requests_is_no_evidence_against_a_1_percent_limit() -> 
     assert error_ratio_p_value(1, 17, 0.01) == pytest.approx(1 - 0.99**17, rel=1e-9)
     assert error_ratio_p_value(1, 17, 0.01) == pytest.approx(0.1571, abs=1e-4)
     assert error_ratio_p_value(0, 17, 0.01) == 1.0
+
+
+def test_fishers_one_sided_test_against_hand_computed_hypergeometric_tails() -> None:
+    """P(X >= k), X hypergeometric (N drawn from M holding K events): 3 of 3 drawn from 6 with
+    3 events is C(3,3) C(3,0) / C(6,3) = 1/20; at least 1 of 3 from 6 with 2 events is
+    1 - C(4,3) / C(6,3) = 0.8."""
+    assert share_above_p_value(3, 3, 0, 3) == pytest.approx(0.05)
+    assert share_above_p_value(1, 3, 1, 3) == pytest.approx(0.8)
+    assert share_above_p_value(0, 10, 5, 10) == 1.0
+    assert share_above_p_value(12, 25, 3, 200) < 1e-9
 
 
 def test_a_poisson_rates_exact_bounds() -> None:

@@ -228,11 +228,16 @@ def judge_cost_criterion(
         return judge_cost(criterion, baseline, candidate, costs.missing)
     established = _figures(from_steps, criterion.metric)
     if not established:
+        # Thin, not inconclusive: a quiet service's steps may hold no window of 30 of the
+        # baseline's requests; the promotion compares every window's figures pooled.
         return Judgement(
             criterion.name,
             "Inconclusive",
-            "the baseline serves nothing during the bake and no sound step measurement "
-            "established its cost to compare with",
+            "thin: the baseline serves nothing during the bake and no step window held the "
+            f"{MEAN_NEED} of its requests a unit cost needs alone; judged on every window "
+            "pooled at the promotion",
+            candidate=candidate,
+            thin=True,
         )
     seen = [*_figures(from_steps, criterion.metric, "candidate"), *_present_value(candidate)]
     typical = statistics.median(seen) if seen else None

@@ -33,7 +33,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from scipy import special  # type: ignore[import-untyped]
 
 from acceltrial.api.durations import duration_seconds
@@ -102,6 +104,28 @@ def error_ratio_p_value(errors: int, requests: int, limit: float) -> float:
         return 1.0
     # P(X >= k) for X ~ Binomial(n, p) is the regularized incomplete beta I_p(k, n - k + 1).
     return float(special.betainc(errors, requests - errors + 1, limit))
+
+
+def share_above_p_value(
+    slower: int, requests: int, other_slower: int, other_requests: int
+) -> float:
+    """P(at least ``slower`` of ``requests``) were their share no greater than the other
+    sample's (``other_slower`` of ``other_requests``): Fisher's exact test, one-sided, the
+    upper tail of the hypergeometric law of ``slower`` given both margins."""
+    if requests <= 0 or other_requests <= 0 or slower <= 0:
+        return 1.0
+    total, events = requests + other_requests, slower + other_slower
+    k = np.arange(slower, min(events, requests) + 1)
+    log_pmf = (
+        _log_choose(events, k)
+        + _log_choose(total - events, requests - k)
+        - _log_choose(total, requests)
+    )
+    return float(min(1.0, np.exp(special.logsumexp(log_pmf))))
+
+
+def _log_choose(n: float, k: Any) -> Any:
+    return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
 
 
 def error_ratio_interval(
@@ -221,10 +245,26 @@ def shortfalls(criteria: Sequence[Criterion], evidence: Sequence[CriterionEviden
                 f"{criterion.name} was judged on {held:.0f} of the candidate's requests; {need.why}"
             )
             continue
+        compared = _compared_cost(criterion, rows)
+        if compared is not None and compared < need.requests:
+            short.append(
+                f"{criterion.name} was compared with the baseline's cost on {compared:.0f} of its "
+                f"requests; {need.why}"
+            )
+            continue
         above = _errors_above_limit(criterion, rows, need)
         if above is not None:
             short.append(above)
     return short
+
+
+def _compared_cost(criterion: Criterion, rows: Sequence[CriterionEvidence]) -> float | None:
+    """The baseline's requests behind the figures a relative cost was compared with, or None
+    for any other criterion: a candidate's cost never set beside the baseline's (every step
+    window unsound, the bake with nothing to compare) shows no saving."""
+    if criterion.metric not in COST_METRICS or criterion.relative is None:
+        return None
+    return sum(row.baseline_requests or 0.0 for row in rows if row.baseline_value_sum is not None)
 
 
 def _errors_above_limit(

@@ -44,7 +44,7 @@ from acceltrial.engine.costing import (
 )
 from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, VariantTarget
 from acceltrial.engine.schedule import mirror_at, requested_weight
-from acceltrial.engine.tail import tail_key, tail_request
+from acceltrial.engine.tail import tail_key, tail_requests
 from acceltrial.engine.ticks import Measurement
 from acceltrial.engine.unserved import expected_requests, weigh_unserved
 from acceltrial.engine.weighing import judge_window, weigh
@@ -130,8 +130,8 @@ def preflight_window(analysis: AnalysisSpec, now: datetime) -> MeasurementWindow
 def measurement_requests(analysis: AnalysisSpec, weight: int) -> list[MetricRequest]:
     """Every reading of a measurement: the criteria at this weight (and the latency counters a
     fixed-mode quantile is told from chance with), then the cost inputs."""
-    tails = [tail_request(analysis, c) for c in applicable(analysis, weight)]
-    return plan(analysis, weight) + [t for t in tails if t is not None] + plan_cost_inputs(analysis)
+    tails = [t for c in applicable(analysis, weight) for t in tail_requests(analysis, c)]
+    return plan(analysis, weight) + tails + plan_cost_inputs(analysis)
 
 
 def judge_measurement(
@@ -172,6 +172,7 @@ def judge_measurement(
             spec.analysis,
             so_far(c.name),
             slower=readings.get((tail_key(c.name), "candidate")),
+            baseline_slower=readings.get((tail_key(c.name), "baseline")),
         )
         for c in applicable(spec.analysis, planned.requested)
     ]

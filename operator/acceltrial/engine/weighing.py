@@ -44,6 +44,7 @@ def judge_window(
     step: Sequence[CriterionEvidence] = (),
     *,
     slower: Reading | None = None,
+    baseline_slower: Reading | None = None,
 ) -> Judgement:
     """Judge one criterion on one window and weigh the verdict by its requests (and the
     ``step``'s earlier windows of it, from ``status.evidence``); a latency quantile beyond its
@@ -65,7 +66,9 @@ def judge_window(
     weighed = weigh(counted, criterion, _requests(candidate), alpha, step)
     if "Fail" in (counted.verdict, weighed.verdict):
         failed = weighed if weighed.verdict == "Fail" else counted
-        return weigh_tail(weighed, failed, criterion, slower, alpha)
+        return weigh_tail(
+            weighed, failed, criterion, slower, alpha, baseline_counters=baseline_slower
+        )
     return weighed
 
 

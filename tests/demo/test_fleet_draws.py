@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from acceltrial_testbed.sandbox.fleet.counters import Histogram
-from acceltrial_testbed.sandbox.fleet.draws import PodDraws
+from acceltrial_testbed.sandbox.fleet.draws import PodDraws, RecentLoad
 from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile, serve
 from acceltrial_testbed.sandbox.fleet.traffic import ClusterView, Entry
@@ -202,3 +202,16 @@ def test_utilization_follows_the_load_drawn() -> None:
     assert min(seen) < expected < max(seen)
     # Over 100 s the mean follows 100 drawn requests: within 4 x sqrt(100) of them.
     assert np.mean(seen) == pytest.approx(expected, rel=0.4)
+
+
+def test_a_scrape_after_a_late_draw_reads_the_load_not_idle_time() -> None:
+    """On a busy machine the fleet's last draw may lag a scrape: 200 requests drawn over the
+    second up to t = 10, read at t = 10.2. The load was 200 per second, not 200 in 1.2 s."""
+    recent = RecentLoad(window=1.0)
+    recent.add(9.0, 1.0, 0)
+    recent.add(10.0, 1.0, 200)
+
+    assert recent.rate(10.2) == pytest.approx(200.0)
+    assert recent.rate(10.0) == pytest.approx(200.0)
+    recent.add(10.5, 0.5, 0)
+    assert recent.rate(10.5) == pytest.approx(100.0), "half the last second admitted nothing"

@@ -159,15 +159,19 @@ class RecentLoad:
             self._served.popleft()
 
     def rate(self, now: float) -> float | None:
-        """Admitted requests per second lately; None before any time has been served."""
+        """Admitted requests per second lately; None before any time has been served. The
+        window ends where the draws do, not at ``now``: on a busy machine the last draw may lag
+        a scrape by a fraction of a second, and the time not drawn yet is no idle time (a
+        candidate's utilization read 16% low so, beyond its noise)."""
         if self._since is None:
             return None
-        start = max(self._since, now - self.window)
-        if now - start <= 0:
+        drawn_to = min(now, self._served[-1][1]) if self._served else now
+        start = max(self._since, drawn_to - self.window)
+        if drawn_to - start <= 0:
             return None
         inside = sum(
-            count * (end - max(begin, start)) / (end - begin)
+            count * (min(end, drawn_to) - max(begin, start)) / (end - begin)
             for begin, end, count in self._served
             if end > start
         )
-        return inside / (now - start)
+        return inside / (drawn_to - start)

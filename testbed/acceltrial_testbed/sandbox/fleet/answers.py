@@ -1,0 +1,108 @@
+"""The fleet's answers in the OpenAI-compatible JSON vLLM serves: a completion (with
+``logprobs``, and with ``echo`` the prompt's tokens scored first) and a chat completion.
+
+Shapes as the OpenAI API reference and vLLM's ``entrypoints/openai`` protocol give them (the
+fixtures in tests/fixtures/openai follow the same sources): ``choices[].text`` and
+``choices[].logprobs`` with ``tokens``, ``token_logprobs``, ``top_logprobs`` (one ``{token:
+logprob}`` map a position, null for the prompt's first token) and ``text_offset``;
+``choices[].message.content`` and ``choices[].logprobs.content[]`` with ``token``, ``logprob``,
+``bytes`` and ``top_logprobs[]``; ``usage``. A variant whose ``outputs.promptLogprobs`` is false
+answers an ``echo`` without the prompt's tokens, as a server that cannot score a given
+continuation does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from acceltrial_testbed.sandbox.fleet.language_model import Step, TinyModel, tokenize
+
+CREATED = 1765000000
+"""A fixed ``created`` stamp: the answers are a function of the request."""
+
+
+def _id(prefix: str, request: Mapping[str, Any]) -> str:
+    return prefix + hashlib.sha256(repr(sorted(request.items())).encode()).hexdigest()[:24]
+
+
+def completion(model: TinyModel, name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """``POST /v1/completions``: greedy, ``max_tokens`` long, with log-probabilities when asked;
+    with ``echo`` (and prompt log-probabilities) the prompt's tokens scored first."""
+    prompt = str(request.get("prompt") or "")
+    generated = model.generate(prompt, int(request.get("max_tokens") or 16))
+    steps: list[Step | None] = list(generated)
+    text = "".join(step.token for step in generated)
+    echoed = bool(request.get("echo")) and model.outputs.prompt_logprobs
+    if echoed:
+        steps = model.score(prompt) + steps
+        text = prompt + text
+    choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None,
+                              "finish_reason": "length", "stop_reason": None}  # fmt: skip
+    if request.get("logprobs") is not None:
+        choice["logprobs"] = _completion_logprobs(steps, prompt if echoed else "")
+    prompt_tokens = len(tokenize(prompt))
+    return {
+        "id": _id("cmpl-", request), "object": "text_completion", "created": CREATED,
+        "model": name, "choices": [choice],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(generated),
+                  "total_tokens": prompt_tokens + len(generated)},
+    }  # fmt: skip
+
+
+def _completion_logprobs(steps: Sequence[Step | None], prompt: str) -> dict[str, Any]:
+    tokens: list[str] = []
+    values: list[float | None] = []
+    tops: list[dict[str, float] | None] = []
+    offsets: list[int] = []
+    at = 0
+    words = iter(prompt.split())
+    for step in steps:
+        if step is None:  # the prompt's first token: nothing precedes it
+            first = next(words, "")
+            tokens.append(first)
+            values.append(None)
+            tops.append(None)
+            offsets.append(at)
+            at += len(first)
+            continue
+        tokens.append(step.token)
+        values.append(step.logprob)
+        tops.append({step.top_token: step.top_logprob})
+        offsets.append(at)
+        at += len(step.token)
+    return {"text_offset": offsets, "token_logprobs": values, "tokens": tokens,
+            "top_logprobs": tops}  # fmt: skip
+
+
+def chat_completion(model: TinyModel, name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """``POST /v1/chat/completions``: the messages as one prompt (role and content, a line
+    each), greedy, with ``logprobs.content`` when ``logprobs`` is true."""
+    messages = request.get("messages") or []
+    prompt = "\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages)
+    generated = model.generate(prompt, int(request.get("max_tokens") or 16))
+    text = "".join(step.token for step in generated).strip()
+    choice: dict[str, Any] = {
+        "index": 0, "message": {"role": "assistant", "content": text, "tool_calls": []},
+        "logprobs": None, "finish_reason": "length", "stop_reason": None,
+    }  # fmt: skip
+    if request.get("logprobs"):
+        choice["logprobs"] = {"content": [_chat_token(step) for step in generated]}
+    prompt_tokens = len(tokenize(prompt))
+    return {
+        "id": _id("chatcmpl-", request), "object": "chat.completion", "created": CREATED,
+        "model": name, "choices": [choice],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(generated),
+                  "total_tokens": prompt_tokens + len(generated)},
+    }  # fmt: skip
+
+
+def _chat_token(step: Step) -> dict[str, Any]:
+    raw = list(step.token.encode())
+    top = {
+        "token": step.top_token,
+        "logprob": step.top_logprob,
+        "bytes": list(step.top_token.encode()),
+    }
+    return {"token": step.token, "logprob": step.logprob, "bytes": raw, "top_logprobs": [top]}

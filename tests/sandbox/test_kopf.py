@@ -155,6 +155,9 @@ def test_kopf_handlers_fire_once_timers_tick_and_finalizers_hold(
     path = f"{TRIALS}/{trial['metadata']['name']}"
 
     eventually(lambda: operator.calls["create"] == 1 and operator.calls["timer"] >= 3)
+    # kopf writes the create handler's patch after the handler returns: on a busy machine the
+    # timer (every 0.2 s) ticked three times before it landed.
+    eventually(lambda: (api.get(path).body.get("status") or {}).get("phase") == "Pending")
     body = api.get(path).body
     assert FINALIZER in body["metadata"]["finalizers"]
     assert body["status"]["phase"] == "Pending"

@@ -116,10 +116,10 @@ class Judgement:
     candidate_errors: float | None = None
     """The candidate's failed requests among them (error ratios)."""
     thin: bool = False
+    """Too few requests to pass or fail (verdict Inconclusive, but no data problem)."""
     unserved: bool = False
     """The candidate answered no request in what was judged: thin or inconclusive by whether
     its share should have brought some (engine/unserved.py)."""
-    """Too few requests to pass or fail (verdict Inconclusive, but no data problem)."""
     spans_step: bool = False
     """The counts span the step so far (a sequential test), not one interval."""
 

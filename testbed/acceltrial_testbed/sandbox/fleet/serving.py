@@ -138,14 +138,21 @@ def metrics_endpoint(collector: Collector) -> Iterator[str]:
         def log_message(self, *_: Any) -> None:
             pass  # one line per scrape would drown the demo's output
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serving_on_loopback(Handler, "fleet-metrics") as url:
+        yield url
+
+
+@contextmanager
+def serving_on_loopback(handler: type[BaseHTTPRequestHandler], name: str) -> Iterator[str]:
+    """Serve ``handler`` on a free loopback port in a thread called ``name``; yield the base
+    URL, and stop the server on exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     # shutdown() waits for the loop's next poll: at the default 0.5 s, a fleet of a dozen
     # endpoints closed one after another took 6 s to stop.
     thread = threading.Thread(
-        target=server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), name="fleet-metrics",
-        daemon=True,
-    )  # fmt: skip
+        target=server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), name=name, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -32,11 +32,19 @@ FINALIZER = "acceltrial.dev/finalizer"
 
 
 def install_crd(api: Api) -> None:
-    """Create the CRD and wait until its kind is served: on a real API server that is a moment
-    after the create (Established, then the storage answers 429 for a while)."""
+    """Create the CRD and wait until its kind is served and discovered: on a real API server
+    that is a moment after the create (Established, then the storage answers 429 for a while,
+    and discovery lists it a little later). kopf scans discovery once as it starts: a scan
+    before the kind is listed left it "unresolved" for the whole test."""
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
     assert api.post(CRDS, crd).status == 201
     eventually(lambda: api.get(TRIALS).status == 200)
+    eventually(lambda: _discovered(api.get("/apis/acceltrial.dev/v1alpha1").body))
+
+
+def _discovered(body: Any) -> bool:
+    resources = body.get("resources", []) if isinstance(body, dict) else []
+    return any(r.get("name") == "acceleratortrials" for r in resources)
 
 
 def connection_info(access: Access) -> kopf.ConnectionInfo:

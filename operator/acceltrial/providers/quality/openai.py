@@ -122,15 +122,15 @@ class OpenAiClient:
 
 
 def _error_text(error: urllib.error.HTTPError) -> str:
+    """The server's own words: vLLM's ``message``, or OpenAI's ``error.message``."""
     try:
         body = json.loads(error.read() or b"{}")
     except (json.JSONDecodeError, OSError):
-        return error.reason or ""
-    message = (
-        body.get("message") or (body.get("error") or {}).get("message")
-        if isinstance(body, dict)
-        else None
-    )
+        return str(error.reason or "")
+    if not isinstance(body, dict):
+        return str(error.reason or "")
+    nested = body.get("error")
+    message = body.get("message") or (nested.get("message") if isinstance(nested, dict) else nested)
     return str(message or error.reason or "")
 
 

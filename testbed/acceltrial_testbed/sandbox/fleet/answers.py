@@ -42,13 +42,15 @@ def completion(model: TinyModel, name: str, request: Mapping[str, Any]) -> dict[
                               "finish_reason": "length", "stop_reason": None}  # fmt: skip
     if request.get("logprobs") is not None:
         choice["logprobs"] = _completion_logprobs(steps, prompt if echoed else "")
-    prompt_tokens = len(tokenize(prompt))
-    return {
-        "id": _id("cmpl-", request), "object": "text_completion", "created": CREATED,
-        "model": name, "choices": [choice],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(generated),
-                  "total_tokens": prompt_tokens + len(generated)},
-    }  # fmt: skip
+    return _envelope(
+        "cmpl-",
+        "text_completion",
+        name,
+        request,
+        choice=choice,
+        prompt=prompt,
+        completion_tokens=len(generated),
+    )
 
 
 def _completion_logprobs(steps: Sequence[Step | None], prompt: str) -> dict[str, Any]:
@@ -89,12 +91,28 @@ def chat_completion(model: TinyModel, name: str, request: Mapping[str, Any]) -> 
     }  # fmt: skip
     if request.get("logprobs"):
         choice["logprobs"] = {"content": [_chat_token(step) for step in generated]}
+    return _envelope(
+        "chatcmpl-",
+        "chat.completion",
+        name,
+        request,
+        choice=choice,
+        prompt=prompt,
+        completion_tokens=len(generated),
+    )
+
+
+def _envelope(
+    prefix: str, kind: str, name: str, request: Mapping[str, Any], *, choice: dict[str, Any],
+    prompt: str, completion_tokens: int,
+) -> dict[str, Any]:  # fmt: skip
+    """The response around one choice: id, object, model and usage."""
     prompt_tokens = len(tokenize(prompt))
     return {
-        "id": _id("chatcmpl-", request), "object": "chat.completion", "created": CREATED,
-        "model": name, "choices": [choice],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(generated),
-                  "total_tokens": prompt_tokens + len(generated)},
+        "id": _id(prefix, request), "object": kind, "created": CREATED, "model": name,
+        "choices": [choice],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
     }  # fmt: skip
 
 

@@ -57,10 +57,6 @@ def tokenize(text: str) -> list[int]:
     return [_INDEX.get(word, zlib.crc32(word.encode()) % VOCABULARY_SIZE) for word in text.split()]
 
 
-def detokenize(ids: list[int]) -> str:
-    return "".join(VOCABULARY[i] for i in ids)
-
-
 @dataclass(frozen=True)
 class Outputs:
     """A variant's deviation from a healthy compile (the scenario's ``outputs``)."""

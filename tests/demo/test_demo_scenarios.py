@@ -52,7 +52,7 @@ PROMOTE_RUNS = int(os.environ.get("ACCELTRIAL_PROMOTE_RUNS", "10" if os.environ.
 DEMO_CONCURRENCY = max(1, int(os.environ.get("ACCELTRIAL_DEMO_CONCURRENCY", "4")))
 SCENARIOS = [p.stem for p in SHIPPED]
 ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1" or bool(os.environ.get("CI"))
-ON_REAL = {"promote", "shadow-promote", "shadow-rollback"}
+ON_REAL = {"promote", "shadow-promote", "shadow-rollback", "quality-regression", "quality-parity"}
 """Scenarios run on the real control plane outside CI when it is built (all in CI or with
 ACCELTRIAL_E2E_REAL=1)."""
 SCENARIO_TEST = "test_the_scenario_ends_as_expected_on_a_busy_machine"
@@ -227,6 +227,11 @@ def check_result(name: str, result: dict[str, Any]) -> None:
     else:
         refs = result["route"]["spec"]["rules"][0]["backendRefs"]
         assert refs == status["original"]["httpRoute"]["backendRefs"], "routing as found"
+    if status.get("decision", {}).get("reasonCode") == "QualityFailed":
+        assert result["route"]["metadata"]["generation"] == 1, "the route was never written"
+        assert (status["quality"]["verdict"], status["quality"]["step"]) == ("Fail", 0)
+    if name == "quality-parity":
+        assert (status["quality"]["verdict"], status["quality"]["step"]) == ("Pass", 0)
     if name in ("promote", "low-utilization"):
         assert_report_economics_recompute(result["report"], status)
     assert result["pids"], "the demo reports what it started"

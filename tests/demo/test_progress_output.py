@@ -101,7 +101,9 @@ def test_a_rollback_for_another_reason_names_no_criterion() -> None:
 
 def test_a_failed_preflight_has_unknown_economics() -> None:
     lines = economics_lines(None, INSTANCES, {"verdict": "none"})
-    assert lines == ["Economics: unknown (nothing was deployed, so nothing was measured)"]
+    assert lines == [
+        "Economics: unknown (no user request reached the candidate: nothing was measured)"
+    ]
 
 
 def test_a_long_message_is_cut_between_words_never_inside_a_name() -> None:

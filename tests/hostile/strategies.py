@@ -151,6 +151,29 @@ def example_manifest() -> dict[str, Any]:
     return body
 
 
+QUALITY = {
+    "prompts": {"configMapRef": {"name": "llama3-quality-prompts", "key": "prompts.jsonl"}},
+    "maxTokens": 64,
+    "everyStep": True,
+    "concurrency": 8,
+    "maxUnanswered": 0.05,
+    "model": "llama3",
+    "criteria": [
+        {"name": "token-agreement", "metric": "token_agreement", "absolute": {"min": 0.98}},
+        {"name": "logprob-divergence", "metric": "logprob_divergence", "absolute": {"max": 0.1}},
+        {"name": "task-checks", "metric": "expected_match", "relative": {"min": 0.95}},
+    ],
+}
+"""docs/quality.md's spec.quality, every field set, for the mutations to break."""
+
+
+def quality_manifest() -> dict[str, Any]:
+    """The shipped example with spec.quality (docs/quality.md)."""
+    body = example_manifest()
+    body["spec"]["quality"] = copy.deepcopy(QUALITY)
+    return body
+
+
 def paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every path into a JSON-shaped value (keys and list indexes), the root included."""
     found = [prefix]
@@ -209,7 +232,7 @@ def _mutate(body: Any, where: tuple[Any, ...], kind: str, junk: Any) -> Any:
 
 def hostile_manifests() -> st.SearchStrategy[dict[str, Any]]:
     """Schema-valid manifests, the shipped example, and both of them broken."""
-    example = st.builds(example_manifest)
+    example = st.one_of(st.builds(example_manifest), st.builds(quality_manifest))
     return st.one_of(
         schema_manifests(),
         mutated_manifests(example),

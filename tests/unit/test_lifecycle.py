@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,6 +35,7 @@ from acceltrial.api.status import (
 from acceltrial.engine.analysis import RoundOutcome
 from acceltrial.engine.lifecycle import decide
 from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.quality.check import QualityCheck, quality_due
 from acceltrial.engine.schedule import criteria_hash, measurement_due, stage_end
 from acceltrial.engine.ticks import (
     Action,
@@ -88,7 +90,7 @@ def make_spec(**overrides: Any) -> TrialSpec:
         "progressDeadline": "5m",
     }
     for key, value in overrides.items():
-        body[key] = {**body[key], **value} if isinstance(value, dict) else value
+        body[key] = {**body.get(key, {}), **value} if isinstance(value, dict) else value
     return TrialSpec.model_validate(body)
 
 
@@ -108,6 +110,8 @@ class Driver:
     original: OriginalRouting = ORIGINAL
     """The routing the router records in preflight."""
     history: list[TickResult] = field(default_factory=list)
+    check: Callable[[TrialStatus], QualityCheck] | None = None
+    """Plays the quality check's run, when spec.quality asks for one on a tick."""
 
     def tick(
         self,
@@ -135,12 +139,17 @@ class Driver:
             autoscaler=self.autoscaler,
             measurement=measured,
             action=action,
+            quality=self._quality(),
         )
         result = decide(self.spec, self.status, observation)
         assert decide(self.spec, self.status, observation) == result, "decide is deterministic"
         self.status = result.status
         self.history.append(result)
         return result
+
+    def _quality(self) -> QualityCheck | None:
+        due = quality_due(self.spec, self.status, self.candidate_available)
+        return self.check(self.status) if due and self.check is not None else None
 
     def run_until(self, phase: str, limit: int = 40, **tick: Any) -> None:
         for _ in range(limit):

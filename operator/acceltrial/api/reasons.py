@@ -22,6 +22,7 @@ ReasonCode = Literal[
     "Inconclusive",
     "RouteRefused",
     "CompileFailed",
+    "QualityFailed",
 ]
 REASON_CODES: Final[tuple[ReasonCode, ...]] = get_args(ReasonCode)
 
@@ -52,3 +53,7 @@ condition is False); routing was restored."""
 COMPILE_FAILED: Final = "CompileFailed"
 """The Neuron compile Job of candidate.compile failed or ran past its deadline; the candidate
 was never created."""
+QUALITY_FAILED: Final = "QualityFailed"
+"""The candidate's answers did not meet spec.quality (or the check could not ask both variants):
+before any user request it ends Failed with the candidate removed; at a later step
+(quality.everyStep) it rolls back."""

@@ -15,6 +15,7 @@ from pydantic import Field, TypeAdapter
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
 from acceltrial.api.capacity import CapacityStatus
 from acceltrial.api.neuron import CompileStatus
+from acceltrial.api.quality import QualityStatus
 from acceltrial.api.reasons import ReasonCode
 
 Phase = Literal[
@@ -34,7 +35,9 @@ PHASES: tuple[Phase, ...] = Phase.__args__  # type: ignore[attr-defined]
 TERMINAL_PHASES: frozenset[Phase] = frozenset({"Promoted", "RolledBack", "Failed", "Aborted"})
 
 Verdict = Literal["Pass", "Fail", "Inconclusive"]
-PauseReason = Literal["User", "Inconclusive", "AwaitingApproval", "RouteChanged"]
+PauseReason = Literal[
+    "User", "Inconclusive", "AwaitingApproval", "RouteChanged", "QualityInconclusive"
+]
 
 
 class Condition(ApiModel):
@@ -342,8 +345,9 @@ class Decision(ApiModel):
     """Why, with the numbers, e.g. 'p99-latency 1.34x baseline (limit 1.10) at 25%'."""
     reason_code: ReasonCode | None = None
     """The kind of reason, for machines: Promoted, Aborted, PreflightFailed, PreflightTimedOut,
-    ApiRefused, CandidateNotAvailable, CandidateNotScaled, CriterionFailed, MeasurementErrored or
-    Inconclusive. Absent on decisions recorded before codes existed."""
+    ApiRefused, CandidateNotAvailable, CandidateNotScaled, CriterionFailed, MeasurementErrored,
+    Inconclusive, RouteRefused, CompileFailed or QualityFailed. Absent on decisions recorded
+    before codes existed."""
     at: datetime
     """When it was decided."""
 
@@ -375,8 +379,9 @@ class TrialStatus(ApiModel):
     """When the latest measurement was taken."""
     pause_reason: PauseReason | None = None
     """Why the trial is Paused: a person paused it, too many inconclusive measurements, the
-    last step waits for approval, or another writer changed the HTTPRoute (condition
-    RouteChanged names its field manager)."""
+    last step waits for approval, another writer changed the HTTPRoute (condition
+    RouteChanged names its field manager), or the quality check could not tell
+    (QualityInconclusive: resume asks again, promote goes on without it)."""
     original: OriginalRouting | None = None
     """Routing as found before the first change."""
     analysis: list[CriterionResult] | None = Field(default=None, max_length=256)
@@ -396,6 +401,8 @@ class TrialStatus(ApiModel):
     given back."""
     compile: CompileStatus | None = None
     """The compile Job of candidate.compile: outcome, how long it took, why it failed."""
+    quality: QualityStatus | None = None
+    """The latest quality check of spec.quality: verdict, figures, the worst prompts."""
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)

@@ -110,7 +110,11 @@ def _stalled(status: TrialStatus, conditions: list[Condition]) -> tuple[str, str
     message = status.message or ""
     if phase in _STALLED_PHASES:
         return phase, status.decision.reason if status.decision else message
-    if phase == "Paused" and status.pause_reason in ("Inconclusive", "RouteChanged"):
+    if phase == "Paused" and status.pause_reason in (
+        "Inconclusive",
+        "RouteChanged",
+        "QualityInconclusive",
+    ):
         return status.pause_reason, message
     held = next((c for c in conditions if c.type == SPEC_CHANGE_REJECTED), None)
     if held is not None and held.status == "True" and phase != "RollingBack":

@@ -2,14 +2,16 @@
 actions to take. Pure, deterministic, and crash-safe by construction: all progress lives in the
 returned status, every action is idempotent, so replaying a tick after a crash changes nothing.
 
-Phases: Pending -> Preflight -> Progressing (step 0 waits for the candidate to be Available, then
-steps 1..N) -> Promoting (the candidate scaled to what production needs and Available) ->
-BakingIn (all traffic on the candidate, the baseline warm; with the replicas router its pods
-are taken out of the Service, not scaled down) -> Promoted (the candidate handed over:
-owned by nobody; the baseline at zero); Paused on a person's request, on too many
-inconclusive measurements, or while the last step waits for approval; RollingBack -> RolledBack
+Phases: Pending -> Preflight -> Progressing (step 0 waits for the candidate to be Available and,
+with spec.quality, to answer like the baseline; then steps 1..N) -> Promoting (the candidate
+scaled to what production needs and Available) -> BakingIn (all traffic on the candidate, the
+baseline warm; with the replicas router its pods are taken out of the Service, not scaled
+down) -> Promoted (the candidate handed over: owned by nobody; the baseline at zero); Paused on
+a person's request, on too many inconclusive measurements, on a quality check that cannot
+tell, or while the last step waits for approval; RollingBack -> RolledBack
 (or Aborted) on any failure, including during the bake; Failed when preflight finds the trial
-cannot start (nothing was created).
+cannot start (nothing was created), or when the candidate's answers fail spec.quality before any
+user reached it (the candidate removed, the route never changed).
 
 Rules that hold (and are property-tested): the weight asked (``status.requestedWeight``) never
 exceeds the current step's before promotion (``status.canaryWeight`` is the share the routing
@@ -60,6 +62,7 @@ from acceltrial.engine.gates import (
     step_served,
 )
 from acceltrial.engine.promotion import promotion_replicas
+from acceltrial.engine.quality.gate import quality_gate
 from acceltrial.engine.route_guard import ROUTE_CHANGED, one_route_write, route_guard, set_back
 from acceltrial.engine.routing import share_text
 from acceltrial.engine.schedule import (
@@ -202,14 +205,25 @@ class _Tick:
         self._keep_weight()
         if self.obs.action == "pause":
             self._pause("User", "paused by a person")
-        elif self.obs.action == "promote" or self._obey(
-            step_served(self.spec, self.status, self.obs)
+        elif self.obs.action == "promote" or (
+            self._quality_checked() and self._obey(step_served(self.spec, self.status, self.obs))
         ):
             self._advance()
 
     def _await_candidate(self) -> None:
-        if self._obey(candidate_deployed(self.spec, self.status, self.obs)):
+        deployed = self._obey(candidate_deployed(self.spec, self.status, self.obs))
+        if deployed and self._quality_checked():
             self._start_step(1)
+
+    def _quality_checked(self) -> bool:
+        """spec.quality's gate (engine/quality/gate.py): this step's prompt-set check passed, or
+        none is asked; its verdict recorded and applied (fail, roll back, pause or wait)."""
+        before = self.status.quality
+        self.status, verdict = quality_gate(self.spec, self.status, self.obs.quality, self.obs.now)
+        checked = self.status.quality
+        if checked is not None and checked is not before and checked.verdict == "Pass":
+            self.events.append(Event("Normal", "QualityPassed", checked.reason[:1024]))
+        return self._obey(verdict)
 
     def _paused(self) -> None:
         if not self._judge_measurement():
@@ -221,7 +235,10 @@ class _Tick:
                 self._promote()
         elif not awaiting and self.obs.action == "resume":
             counts = self.status.counts or AnalysisCounts()
-            # Resuming grants a fresh allowance of inconclusive measurements.
+            # Resuming grants a fresh allowance of inconclusive measurements, and asks an
+            # inconclusive quality check again.
+            if self.status.pause_reason == "QualityInconclusive":
+                self._update(quality=None)
             self._update(pause_reason=None, counts=counts.model_copy(update={"inconclusive": 0}))
             # A bake paused on missing data resumes as a bake: all traffic is still there.
             baking = requested_weight(self.status) == 100

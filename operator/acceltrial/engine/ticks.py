@@ -17,6 +17,7 @@ from acceltrial.engine.analysis import RoundOutcome
 from acceltrial.engine.compile_gate import CompileJobState, StartCompile
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.quality.check import QualityCheck
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,8 @@ class Observation:
     baseline_request_rate: float | None = None
     """In Preflight, once nothing holds the trial: the baseline's requests/s over the last
     interval (None when it cannot be read), for the evidence forecast."""
+    quality: QualityCheck | None = None
+    """The prompt set's run when one was due (engine/quality/check.py's ``quality_due``)."""
     candidate_handed_over: bool = False
     """While baking: the candidate already belongs to nobody, so a tick that promoted applied
     its actions but its status write was lost."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 LogLevel = Literal["debug", "info", "warning", "error"]
+MODEL_URL = "http://{service}.{namespace}.svc:{port}"
 
 
 class OperatorConfig(BaseModel):
@@ -21,6 +22,26 @@ class OperatorConfig(BaseModel):
     workers: int = Field(default=16, ge=1, le=256)
     """Trials ticked at once: a tick mostly waits on the API server and Prometheus, so the
     threads overlap their waits (kopf's default is the CPU count + 4)."""
+    model_url: str = MODEL_URL
+    """Where the quality check reaches a variant's Service (docs/quality.md): a template of
+    ``{service}``, ``{namespace}`` and ``{port}``; the cluster's DNS by default, another
+    address when the operator runs outside the cluster (a port-forward, a proxy)."""
+
+    @field_validator("model_url")
+    @classmethod
+    def _names_the_service(cls, value: str) -> str:
+        if "{service}" not in value or not value.startswith(("http://", "https://")):
+            raise ValueError(
+                "give an http(s) URL template holding {service} (and {namespace}, {port} as "
+                f"needed), e.g. {MODEL_URL}"
+            )
+        try:
+            value.format(service="s", namespace="n", port=80)
+        except (KeyError, IndexError, ValueError) as error:
+            raise ValueError(
+                f"only {{service}}, {{namespace}} and {{port}} may be used: {error}"
+            ) from None
+        return value
 
 
 class ConfigError(Exception):
@@ -37,6 +58,7 @@ def config_from_env(environ: dict[str, str] | None = None) -> OperatorConfig:
         "api_timeout_seconds": env.get("ACCELTRIAL_API_TIMEOUT_SECONDS", "30"),
         "peering_lifetime_seconds": env.get("ACCELTRIAL_PEERING_LIFETIME_SECONDS", "15"),
         "workers": env.get("ACCELTRIAL_WORKERS", "16"),
+        "model_url": env.get("ACCELTRIAL_MODEL_URL", MODEL_URL),
     }
     try:
         return OperatorConfig.model_validate(raw)

@@ -24,6 +24,7 @@ from acceltrial.engine.compile_gate import CompileJobState
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.preflight import available, available_replicas
 from acceltrial.engine.promotion import AutoscalerBounds
+from acceltrial.engine.quality.check import quality_due
 from acceltrial.engine.schedule import measurement_due, mirror_at, requested_weight
 from acceltrial.engine.ticks import Action, Measurement, Observation
 from acceltrial.handlers import measure as measuring
@@ -32,6 +33,7 @@ from acceltrial.handlers.capacity import capacity_need, capacity_provider
 from acceltrial.handlers.executor import Executor
 from acceltrial.handlers.lazy import lazy
 from acceltrial.handlers.neuron import neuron_preflight, observe_compile
+from acceltrial.handlers.quality import prompt_set, run_quality_check
 from acceltrial.handlers.report_writer import write_report
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Kube
@@ -109,6 +111,8 @@ class TrialWorld:
         forecast = phase == "Preflight" and not problems and not waits
         rate = measuring.baseline_request_rate(self.snapshot, now) if forecast else None
         candidate = self.snapshot.candidate
+        candidate_available = candidate is not None and available(candidate)
+        checking = quality_due(self.spec, status, candidate_available)
         return Observation(
             now=now,
             generation=generation,
@@ -119,7 +123,7 @@ class TrialWorld:
             observed_share=share,
             routing_conflict=conflict,
             route_refused=refusal,
-            candidate_available=candidate is not None and available(candidate),
+            candidate_available=candidate_available,
             candidate_available_replicas=available_replicas(candidate),
             candidate_serving_replicas=serving,
             autoscaler=self._autoscaler(status) if phase == "Promoting" else None,
@@ -128,6 +132,7 @@ class TrialWorld:
             compile_job=self._compile_job() if phase == "Preflight" and not problems else None,
             candidate_handed_over=phase == "BakingIn" and self.candidate_handed_over(),
             baseline_request_rate=rate,
+            quality=run_quality_check(self.snapshot) if checking else None,
         )
 
     def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:
@@ -203,7 +208,11 @@ class TrialWorld:
         if self.snapshot.baseline is None:
             return problems, waits
         neuron_problems, neuron_waits = neuron_preflight(self.snapshot.nodes, self.spec)
-        return problems + tuple(neuron_problems), waits + tuple(neuron_waits)
+        problems += tuple(neuron_problems)
+        if self.spec.quality is not None:
+            prompts = prompt_set(self.snapshot, self.spec.quality)
+            problems += (prompts,) if isinstance(prompts, str) else ()
+        return problems, waits + tuple(neuron_waits)
 
     @lazy
     def capacity(self) -> CapacityProvider:

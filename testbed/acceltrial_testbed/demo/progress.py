@@ -106,7 +106,7 @@ def economics_lines(
     criteria ``deciding`` the outcome."""
     verdict = (decision or {}).get("verdict")
     if verdict == "none":
-        return ["Economics: unknown (nothing was deployed, so nothing was measured)"]
+        return ["Economics: unknown (no user request reached the candidate: nothing was measured)"]
     if not economics:
         return ["Economics: no figures (no measurement had the traffic and prices they need)"]
     promoted = verdict in (None, "promote")

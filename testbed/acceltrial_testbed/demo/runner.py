@@ -43,6 +43,7 @@ from acceltrial_testbed.demo.plane import (
     describe,
     local_cluster,
 )
+from acceltrial_testbed.demo.quality import install_prompts, serve_models
 from acceltrial_testbed.demo.scenario import (
     Manifest,
     Scenario,
@@ -278,15 +279,22 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
             "(dcgm-exporter and neuron-monitor through ServiceMonitor-style jobs, one target "
             "per node)"
         )
-        operator = _start_operator(run, sandbox)
+        models, model_env = serve_models(run.scenario, sandbox.access, stack)
+        operator = _start_operator(run, sandbox, model_env)
         stack.callback(_stop, operator)
         run.say(f"operator started (kopf run -m acceltrial.handlers, pid {operator.pid})")
         _install_baseline(run, client)
+        stored = install_prompts(run.scenario, run.trial, client)
+        if stored:
+            run.say(stored)
         trial = _with_prometheus(run.trial, prometheus.url)
         client.create(TRIALS.format(run.namespace), trial)
         run.say(f"applied AcceleratorTrial {run.namespace}/{trial['metadata']['name']}")
         status = _watch(run, client, fleet, prometheus, options.speed)
         candidate_users = fleet.snapshot().variants["candidate"].user_requests
+        if models.answered:
+            asked = ", ".join(f"{v} {n}" for v, n in sorted(models.answered.items()))
+            run.say(f"the quality check's requests (not users'): {asked}")
         return _conclude(run, client, status, options, candidate_users)
 
 
@@ -353,16 +361,22 @@ def _fleet_spec(run: Run, speed: float) -> FleetSpec:
     )
 
 
-def _start_operator(run: Run, sandbox: LocalCluster) -> subprocess.Popen[bytes]:
+def _start_operator(
+    run: Run, sandbox: LocalCluster, settings: dict[str, str]
+) -> subprocess.Popen[bytes]:
     """The operator as the chart runs it, limited to the scenario's namespace."""
-    env = os.environ | {
-        "KUBECONFIG": str(sandbox.kubeconfig),
-        "ACCELTRIAL_METRICS_PORT": "0",
-        "ACCELTRIAL_TICK_SECONDS": str(TICK_SECONDS),
-        "ACCELTRIAL_LOG_LEVEL": "INFO",
-        # Pricing comes from the bundled catalog; nothing should reach out to AWS.
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
+    env = (
+        os.environ
+        | settings
+        | {
+            "KUBECONFIG": str(sandbox.kubeconfig),
+            "ACCELTRIAL_METRICS_PORT": "0",
+            "ACCELTRIAL_TICK_SECONDS": str(TICK_SECONDS),
+            "ACCELTRIAL_LOG_LEVEL": "INFO",
+            # Pricing comes from the bundled catalog; nothing should reach out to AWS.
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
     if sandbox.eks is not None:  # managed node groups live in the sandbox's moto EKS API
         env |= sandbox.eks.environment()
     command = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone"]
@@ -480,6 +494,7 @@ class _Seen:
     done: float = 0.0
     """The furthest progress shown: the bar never goes backwards."""
     detailed: set[tuple[str, int]] = field(default_factory=set)
+    quality: str | None = None
 
     def report(self, run: Run, status: Manifest, fleet: Fleet) -> None:
         steps = len(run.trial["spec"]["steps"])
@@ -488,6 +503,11 @@ class _Seen:
         if at and at != self.measurement:
             self.measurement = at
             self._measurement(run, status, fleet, steps)
+        quality = status.get("quality") or {}
+        if quality.get("checkedAt") and quality["checkedAt"] != self.quality:
+            self.quality = quality["checkedAt"]
+            run.say(f"quality check at step {quality.get('step')}: {quality.get('verdict')}: "
+                    f"{quality.get('reason')}")  # fmt: skip
         if phase != self.phase:
             self.phase = phase
             said = status.get("message") or progress.PHASE_STORY.get(str(phase), "")

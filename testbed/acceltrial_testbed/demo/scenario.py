@@ -8,6 +8,7 @@ checked with the same rules as ``acceltrial validate``.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from acceltrial.api.reasons import ReasonCode
 from acceltrial.api.status import Phase
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import merge_patch
+from acceltrial.engine.quality.prompts import PromptsError, parse_prompts
 from acceltrial_testbed.demo.route import RouteSpec, route_problems, with_route_namespace
 
 SCENARIOS_DIR = Path("examples") / "scenarios"
@@ -127,6 +129,20 @@ class Utilization(ApiModel):
     """Utilization when the replica serves capacityRps (0..1)."""
 
 
+class Outputs(ApiModel):
+    """How this variant's answers deviate from a healthy compile of the same model (the fleet's
+    tiny model: float32 for the baseline, bfloat16 for the candidate)."""
+
+    token_error_rate: float = Field(default=0.0, ge=0, le=1)
+    """The share of generated positions where its top-1 token is made to differ from the
+    reference's, beyond any rounding drift."""
+    logprob_noise: float = Field(default=0.0, ge=0, le=10)
+    """Standard deviation of the noise on the log-probabilities it reports (nats)."""
+    prompt_logprobs: bool = True
+    """Whether it can score a given continuation (``echo`` with ``logprobs``); without, the
+    quality check re-prompts at each divergence."""
+
+
 class VariantProfile(ApiModel):
     latency: Latency
     capacity_rps: float = Field(gt=0)
@@ -137,6 +153,8 @@ class VariantProfile(ApiModel):
     vllm_version: str | None = Field(default=None, pattern=VLLM_VERSION)
     """This variant's vLLM release, when it differs from fleet.vllmVersion (a Neuron build
     follows its own release line)."""
+    outputs: Outputs = Outputs()
+    """How its answers to the quality check's prompts deviate from a healthy compile."""
 
 
 class Variants(ApiModel):
@@ -306,6 +324,10 @@ class Scenario(ApiModel):
     reference_grant: bool | None = None
     """For a route in another namespace: install the ReferenceGrant letting it reach the trial's
     Services (default true); false leaves it out, and preflight stops with the one to create."""
+    prompts: list[str | dict[str, Any]] | None = Field(default=None, min_length=1)
+    """The quality check's prompt set: strings (completions prompts) or objects as in its JSON
+    Lines (``prompt`` or ``messages``, optional ``expected``); stored as the ConfigMap key the
+    trial's ``spec.quality.prompts.configMapRef`` names."""
     expect: Expect
     timeout: Duration = "240s"
     """How long the demo waits for the outcome before it aborts the trial."""
@@ -345,7 +367,7 @@ def load_scenario(path: Path) -> tuple[Scenario, Manifest]:
         lines = [f"{path}: {_where(e['loc'])}: {e['msg']}" for e in error.errors()]
         raise ScenarioError("\n".join(lines)) from None
     trial = _resolve_trial(scenario.trial, path)
-    problems = validate_trial(trial)
+    problems = validate_trial(trial) + _prompts_problems(scenario, trial)
     if problems:
         raise ScenarioError("\n".join(f"{path}: trial: {p}" for p in problems))
     if scenario.route is not None:
@@ -354,6 +376,25 @@ def load_scenario(path: Path) -> tuple[Scenario, Manifest]:
         if found:
             raise ScenarioError("\n".join(f"{path}: {p}" for p in found))
     return scenario, trial
+
+
+def prompts_jsonl(prompts: list[str | dict[str, Any]]) -> str:
+    """The scenario's ``prompts`` as the JSON Lines the trial's ConfigMap holds."""
+    lines = [json.dumps({"prompt": p} if isinstance(p, str) else p) for p in prompts]
+    return "\n".join(lines) + "\n"
+
+
+def _prompts_problems(scenario: Scenario, trial: Manifest) -> list[str]:
+    quality = (trial.get("spec") or {}).get("quality")
+    if scenario.prompts is None:
+        return []
+    if quality is None:
+        return ["prompts: the trial has no spec.quality to use them; add it or remove prompts"]
+    try:
+        parse_prompts(prompts_jsonl(scenario.prompts))
+    except PromptsError as error:
+        return [f"prompts: {error}"]
+    return []
 
 
 def _resolve_trial(source: TrialSource, scenario_path: Path) -> Manifest:

@@ -1,9 +1,6 @@
 """``spec.quality``: the prompt set both variants answer before any user request reaches the
-candidate, and the criteria its answers must meet (docs/quality.md).
-
-Not yet part of ``TrialSpec``: the models and their rules come first, with the comparison they
-feed (engine/quality); the gate that runs them joins the lifecycle with them.
-"""
+candidate, and the criteria its answers must meet (docs/quality.md). The check's outcome is
+``status.quality`` (api/quality.py)."""
 
 from __future__ import annotations
 
@@ -112,6 +109,10 @@ class QualitySpec(ApiModel):
     """Also check at every step, users already exposed: a failure then rolls back."""
     concurrency: int = Field(default=8, ge=1, le=64)
     """Prompts in flight to each variant at once."""
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+    """The ``model`` each request names, where the servers serve several (vLLM's
+    ``--served-model-name``); none is sent by default, and a server with one model answers with
+    it."""
     max_unanswered: float = Field(default=0.05, ge=0, le=1)
     """The share of prompts that may go unanswered (after retries) before the check is
     inconclusive."""

@@ -12,6 +12,7 @@ from acceltrial.api.durations import Duration
 from acceltrial.api.spec.analysis import AnalysisSpec
 from acceltrial.api.spec.economics import EconomicsSpec
 from acceltrial.api.spec.outcome import PromotionSpec, ReportSpec
+from acceltrial.api.spec.quality import QualitySpec
 from acceltrial.api.spec.traffic import MAX_STEPS, Step, TrafficSpec
 from acceltrial.api.spec.variants import BaselineSpec, CandidateSpec
 
@@ -32,6 +33,13 @@ class TrialSpec(ApiModel):
                 "mirror steps need traffic.router gatewayapi: the replicas router cannot copy "
                 "requests",
                 ".steps",
+            ),
+            cel(
+                "!has(self.quality) || self.traffic.router == 'gatewayapi'",
+                "quality needs traffic.router gatewayapi: with the replicas router the "
+                "candidate's pods join the baseline Service as soon as they are ready, so users "
+                "would reach it before its answers are checked",
+                ".quality",
             ),
         )
     )
@@ -68,6 +76,10 @@ class TrialSpec(ApiModel):
     """What happens after the last step passes."""
     economics: EconomicsSpec = EconomicsSpec()
     """How cost per useful result is computed."""
+    quality: QualitySpec | None = None
+    """A prompt set both variants answer once the candidate is Available, before any user
+    request (or mirrored copy) reaches it, and the criteria the candidate's answers must meet
+    (docs/quality.md)."""
     report: ReportSpec | None = None
     """Where the decision report goes besides the <trial>-report ConfigMap."""
     progress_deadline: Duration = "10m"

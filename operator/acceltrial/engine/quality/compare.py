@@ -106,6 +106,7 @@ class QualityJudgement:
     """The verdict on one quality criterion, with the figure behind it."""
 
     criterion: str
+    metric: QualityMetric
     verdict: QualityVerdict
     reason: str
     figure: Figure | None = None
@@ -189,7 +190,7 @@ def judge_quality(
             f"{unanswered} of {asked} prompts got no answer after retries, more than the "
             f"{max_unanswered:.0%} quality.maxUnanswered allows"
         )
-        return [QualityJudgement(c.name, "Inconclusive", why) for c in criteria]
+        return [QualityJudgement(c.name, c.metric, "Inconclusive", why) for c in criteria]
     return [_judged(c, scores, max_tokens, alpha) for c in criteria]
 
 
@@ -203,7 +204,7 @@ def _judged(
             "expected_match": "no prompt with expected was answered by both variants"
             + (", or the baseline met none" if relative else ""),
         }.get(criterion.metric, "no answer position was scored")
-        return QualityJudgement(criterion.name, "Inconclusive", why)
+        return QualityJudgement(criterion.name, criterion.metric, "Inconclusive", why)
     bounds = criterion.relative or criterion.absolute
     assert bounds is not None  # the API requires one
     low_limit, high_limit = bounds.min, bounds.max
@@ -216,10 +217,14 @@ def _judged(
     if (low_limit is not None and figure.high < low_limit) or (
         high_limit is not None and figure.low > high_limit
     ):
-        return QualityJudgement(criterion.name, "Fail", f"{said}: beyond {limits}", figure)
+        return QualityJudgement(
+            criterion.name, criterion.metric, "Fail", f"{said}: beyond {limits}", figure
+        )
     if (low_limit is None or figure.low >= low_limit) and (
         high_limit is None or figure.high <= high_limit
     ):
-        return QualityJudgement(criterion.name, "Pass", f"{said}: within {limits}", figure)
+        return QualityJudgement(
+            criterion.name, criterion.metric, "Pass", f"{said}: within {limits}", figure
+        )
     why = f"{said}: the interval holds {limits}, so more prompts are needed to tell"
-    return QualityJudgement(criterion.name, "Inconclusive", why, figure)
+    return QualityJudgement(criterion.name, criterion.metric, "Inconclusive", why, figure)

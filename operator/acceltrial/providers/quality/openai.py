@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,11 +62,24 @@ class Answer:
     tokens: tuple[Token, ...]
 
 
-class OpenAiClient:
-    """One variant's OpenAI-compatible endpoint (``base_url`` ends before ``/v1``)."""
+Transport = Callable[[str, dict[str, Any]], Mapping[str, Any]]
+"""``(path, JSON payload) -> JSON body``, raising :class:`AnswerError`: the seam where a test or
+a benchmark answers without HTTP, as httpx's ``MockTransport`` does."""
 
-    def __init__(self, base_url: str, model: str | None = None, timeout: float = 30.0) -> None:
+
+class OpenAiClient:
+    """One variant's OpenAI-compatible endpoint (``base_url`` ends before ``/v1``), over HTTP
+    unless a ``transport`` is given."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        timeout: float = 30.0,
+        transport: Transport | None = None,
+    ) -> None:
         self.base_url, self.model, self.timeout = base_url.rstrip("/"), model, timeout
+        self.transport = transport
 
     def answer(self, prompt: Prompt, max_tokens: int) -> Answer:
         """The greedy answer to ``prompt`` with each token's log-probability."""
@@ -79,6 +92,24 @@ class OpenAiClient:
             return chat_answer(body)
         body = self._post("/v1/completions", {
             "prompt": prompt.text, "temperature": 0, "max_tokens": max_tokens, "logprobs": 1,
+        })  # fmt: skip
+        return completion_answer(body)
+
+    def continue_answer(self, prompt: Prompt, partial: str, max_tokens: int) -> Answer:
+        """The greedy continuation of ``prompt`` followed by ``partial`` (the start of an
+        answer): for chat, ``partial`` as an open assistant message (vLLM's
+        ``continue_final_message``, without a generation prompt)."""
+        if prompt.chat:
+            messages = [{"role": r, "content": c} for r, c in prompt.messages]
+            body = self._post("/v1/chat/completions", {
+                "messages": [*messages, {"role": "assistant", "content": partial}],
+                "continue_final_message": True, "add_generation_prompt": False,
+                "temperature": 0, "max_tokens": max_tokens, "logprobs": True, "top_logprobs": 1,
+            })  # fmt: skip
+            return chat_answer(body)
+        body = self._post("/v1/completions", {
+            "prompt": (prompt.text or "") + partial, "temperature": 0, "max_tokens": max_tokens,
+            "logprobs": 1,
         })  # fmt: skip
         return completion_answer(body)
 
@@ -95,6 +126,8 @@ class OpenAiClient:
     def _post(self, path: str, payload: dict[str, Any]) -> Mapping[str, Any]:
         if self.model is not None:
             payload = {"model": self.model, **payload}
+        if self.transport is not None:
+            return self.transport(path, payload)
         data = json.dumps(payload).encode()
         request = urllib.request.Request(
             self.base_url + path, data=data, method="POST",

@@ -78,11 +78,23 @@ def _completion_logprobs(steps: Sequence[Step | None], prompt: str) -> dict[str,
             "top_logprobs": tops}  # fmt: skip
 
 
+class RequestError(ValueError):
+    """A request vLLM would refuse (400), in its words."""
+
+
 def chat_completion(model: TinyModel, name: str, request: Mapping[str, Any]) -> dict[str, Any]:
     """``POST /v1/chat/completions``: the messages as one prompt (role and content, a line
-    each), greedy, with ``logprobs.content`` when ``logprobs`` is true."""
-    messages = request.get("messages") or []
-    prompt = "\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages)
+    each), greedy, with ``logprobs.content`` when ``logprobs`` is true. With
+    ``continue_final_message`` (and ``add_generation_prompt: false``, as vLLM requires) the last
+    message is left open and continued: its content follows the others' lines as it is."""
+    messages = list(request.get("messages") or [])
+    continued = bool(request.get("continue_final_message"))
+    if continued and request.get("add_generation_prompt", True):
+        raise RequestError(
+            "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
+        )
+    tail = str(messages.pop().get("content") or "") if continued and messages else ""
+    prompt = "\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages) + tail
     generated = model.generate(prompt, int(request.get("max_tokens") or 16))
     text = "".join(step.token for step in generated).strip()
     choice: dict[str, Any] = {

@@ -37,6 +37,7 @@ PREFERENCE = 4.0
 probability on average, and bfloat16 flips about one greedy position in 300 (measured in
 tests/demo/test_language_model.py)."""
 MODEL_SEED = 20261206
+SEEN_CONTEXTS = 100_000
 _Array = npt.NDArray[np.float32]
 
 
@@ -95,6 +96,9 @@ class TinyModel:
         self.precision = precision
         self.outputs = outputs or Outputs()
         self._w = {name: self._cast(np.asarray(w, dtype=np.float32)) for name, w in weights.items()}
+        self._seen: dict[tuple[int, ...], _Array] = {}
+        """Log-probabilities by context: answering, scoring and re-prompting revisit the same
+        contexts, and the model is a function of them."""
 
     def _cast(self, values: _Array) -> _Array:
         """Rounded to bfloat16 (and computed on in float32, as a matmul accumulates) when the
@@ -105,8 +109,17 @@ class TinyModel:
 
     def log_probabilities(self, context: list[int]) -> _Array:
         """log P(next token | the last CONTEXT tokens of ``context``)."""
-        w = self._w
         ids = ([0] * CONTEXT + context)[-CONTEXT:]
+        key = tuple(ids)
+        known = self._seen.get(key)
+        if known is None:
+            if len(self._seen) > SEEN_CONTEXTS:  # a long run's memory stays bounded
+                self._seen.clear()
+            known = self._seen[key] = self._computed(ids)
+        return known
+
+    def _computed(self, ids: list[int]) -> _Array:
+        w = self._w
         x = self._cast((w["embedding"][ids] * w["position"]).sum(axis=0))
         h = self._cast(np.tanh(self._cast(x @ w["hidden"]) + w["bias"]))
         logits = (self._cast(h @ w["out"]) + w["prefers"][ids[-1]]) * LOGIT_SCALE

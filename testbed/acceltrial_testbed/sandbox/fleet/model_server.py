@@ -22,8 +22,9 @@ from typing import Any
 
 from acceltrial.engine.candidate import VARIANT_LABEL
 from acceltrial.engine.metrics import Variant
+from acceltrial.providers.quality.openai import RequestRefused, Transport
 from acceltrial_testbed.sandbox.access import Access, as_access
-from acceltrial_testbed.sandbox.fleet.answers import chat_completion, completion
+from acceltrial_testbed.sandbox.fleet.answers import RequestError, chat_completion, completion
 from acceltrial_testbed.sandbox.fleet.language_model import Outputs, TinyModel
 from acceltrial_testbed.sandbox.fleet.serving import serving_on_loopback
 from acceltrial_testbed.sandbox.fleet.traffic import ready
@@ -73,14 +74,34 @@ class ModelServers:
             return 503, _error(f"service {namespace}/{service} has no ready endpoints", 503)
         model = self.models[variant]
         name = str(request.get("model") or service)
-        body = (
-            completion(model, name, request)
-            if api == "v1/completions"
-            else chat_completion(model, name, request)
-        )
+        try:
+            body = (
+                completion(model, name, request)
+                if api == "v1/completions"
+                else chat_completion(model, name, request)
+            )
+        except RequestError as error:
+            return 400, _error(str(error), 400)
         with self._lock:
             self.answered[variant] += 1
         return 200, body
+
+
+def in_process(model: TinyModel, name: str = "tiny") -> Transport:
+    """``model``'s answers without HTTP: the client's transport seam, for benchmarks and tests
+    that ask thousands of prompts."""
+
+    def answer(path: str, request: dict[str, Any]) -> Mapping[str, Any]:
+        try:
+            if path == "/v1/completions":
+                return completion(model, name, request)
+            if path == "/v1/chat/completions":
+                return chat_completion(model, name, request)
+        except RequestError as error:
+            raise RequestRefused(f"{path} refused (400): {error}") from None
+        raise RequestRefused(f"{path} refused (404): no route")
+
+    return answer
 
 
 def _error(message: str, code: int) -> dict[str, Any]:

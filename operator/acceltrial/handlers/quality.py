@@ -1,0 +1,66 @@
+"""The quality check as one trial's world runs it: the prompt set read from its ConfigMap, both
+variants' Services reached through the ``ACCELTRIAL_MODEL_URL`` template (the cluster's DNS by
+default), the set run by providers/quality. Decides nothing itself: engine/quality/gate.py
+judges what comes back."""
+
+from __future__ import annotations
+
+from acceltrial.api.spec.quality import QualitySpec
+from acceltrial.engine.quality.check import QualityCheck
+from acceltrial.engine.quality.prompts import Prompt, PromptsError, parse_prompts
+from acceltrial.handlers.config import config_from_env
+from acceltrial.handlers.snapshot import TickSnapshot
+from acceltrial.kube.gateway import Manifest
+from acceltrial.providers.quality.check import QualityRun
+from acceltrial.providers.quality.openai import OpenAiClient
+
+TIMEOUT_SECONDS = 30.0
+"""Per request: a 64-token greedy answer takes well under a second on a warm server."""
+
+
+def prompt_set(snapshot: TickSnapshot, settings: QualitySpec) -> list[Prompt] | str:
+    """The prompts of ``quality.prompts.configMapRef``, or why they cannot be used."""
+    ref = settings.prompts.config_map_ref
+    where = f"quality.prompts.configMapRef: ConfigMap {snapshot.namespace}/{ref.name}"
+    config_map = snapshot.kube.config_map(snapshot.namespace, ref.name)
+    if config_map is None:
+        return f"{where} not found; create it with the prompt set under key {ref.key}"
+    text = (config_map.get("data") or {}).get(ref.key)
+    if text is None:
+        keys = ", ".join(sorted(config_map.get("data") or {})) or "none"
+        return f"{where} has no key {ref.key} (its keys: {keys})"
+    try:
+        return parse_prompts(text)
+    except PromptsError as error:
+        return f"{where}, key {ref.key}: {error}"
+
+
+def run_quality_check(snapshot: TickSnapshot) -> QualityCheck:
+    """Both variants' answers to the prompt set, compared."""
+    settings = snapshot.spec.quality
+    assert settings is not None  # only run when the spec asks for it
+    prompts = prompt_set(snapshot, settings)
+    if isinstance(prompts, str):
+        return QualityCheck(problem=prompts)
+    service = snapshot.baseline_service
+    if service is None:
+        return QualityCheck(unreachable=f"Service {snapshot.baseline_service_name} not found")
+    template = config_from_env().model_url
+    run = QualityRun(
+        baseline=_client(template, snapshot, snapshot.baseline_service_name, service, settings),
+        candidate=_client(template, snapshot, snapshot.candidate_name, service, settings),
+        max_tokens=settings.max_tokens,
+        concurrency=settings.concurrency,
+    )
+    return run.run(prompts)
+
+
+def _client(
+    template: str, snapshot: TickSnapshot, name: str, service: Manifest, settings: QualitySpec
+) -> OpenAiClient:
+    """The client of Service ``name``; the candidate's Service is derived from the baseline's,
+    so both listen on the baseline Service's first port."""
+    ports = (service.get("spec") or {}).get("ports") or [{}]
+    port = ports[0].get("port", 80)
+    url = template.format(service=name, namespace=snapshot.namespace, port=port)
+    return OpenAiClient(url, settings.model, TIMEOUT_SECONDS)

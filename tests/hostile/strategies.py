@@ -213,6 +213,9 @@ def mutated_manifests(draw: st.DrawFn, base: st.SearchStrategy[dict[str, Any]]) 
 
 
 def _mutate(body: Any, where: tuple[Any, ...], kind: str, junk: Any) -> Any:
+    # A copy: st.just gives the same object each time, and a later mutation inside an earlier
+    # one's junk would otherwise put the object inside itself (a document YAML cannot hold).
+    junk = copy.deepcopy(junk)
     if not where:
         return junk if kind == "replace" else body
     parent = body

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -145,3 +146,21 @@ def test_at_100_prompts_a_5_percent_token_error_rate_is_caught_and_a_healthy_com
 
     assert verdicts(0.05).count("Fail") == 100
     assert verdicts(0.001).count("Pass") == 100
+
+
+def test_a_fault_only_chat_prompts_meet_fails_on_their_own_figure() -> None:
+    """A wrong chat template: 100 completion prompts agree fully, 20 chat prompts agree on 56
+    of 64 positions. Pooled, 0.979 straddles min 0.98; the chat prompts alone clearly fail."""
+    completions = [agreeing(64, 64) for _ in range(100)]
+    chats = [replace(agreeing(64, 56, first=3), chat=True) for _ in range(20)]
+    limit = criterion(absolute={"min": 0.98})
+    pooled = figure_of("token_agreement", completions + chats, 64, ALPHA)
+    assert pooled is not None
+    assert pooled.low < 0.98 < pooled.high, "pooled, the fault would only pause the trial"
+    [judged] = judge_quality([limit], completions + chats, 64, ALPHA)
+    assert judged.verdict == "Fail"
+    assert judged.reason.startswith("over the 20 chat prompts, token_agreement 0.875")
+    healthy = [replace(agreeing(64, 64), chat=True) for _ in range(20)]
+    [fine] = judge_quality([limit], completions + healthy, 64, ALPHA)
+    assert fine.verdict == "Pass"
+    assert not fine.reason.startswith("over the"), "the pooled verdict stands"

@@ -24,7 +24,7 @@ inconclusive, so a small prompt set cannot fail a good compile by chance.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -55,16 +55,20 @@ class PromptScore:
     baseline_met: bool | None = None
     """Whether the baseline's answer meets the prompt's ``expected`` (None: no expected)."""
     candidate_met: bool | None = None
+    chat: bool = False
+    """Asked through the chat API (its template applies) rather than as a completion."""
 
 
 def score_prompt(
     baseline: Sequence[tuple[str, float]],
     candidate: Sequence[tuple[str, float]],
     met: tuple[bool, bool] | None = None,
+    *,
+    chat: bool = False,
 ) -> PromptScore:
     """A prompt's score from the baseline's answer as (token, top-1 log-probability) pairs and the
     candidate's top-1 (token, log-probability) at the same positions, teacher-forced; ``met``:
-    whether each answer meets the prompt's expected."""
+    whether each answer meets the prompt's expected; ``chat``: asked through the chat API."""
     scored = min(len(baseline), len(candidate))
     pairs = list(zip(baseline[:scored], candidate[:scored], strict=True))
     agreed = [b_token == c_token for (b_token, _), (c_token, _) in pairs]
@@ -77,6 +81,7 @@ def score_prompt(
         first_divergence=first,
         baseline_met=None if met is None else met[0],
         candidate_met=None if met is None else met[1],
+        chat=chat,
     )
 
 
@@ -183,7 +188,12 @@ def judge_quality(
     max_unanswered: float = 0.05,
 ) -> list[QualityJudgement]:
     """Each criterion judged on ``scores`` (the prompts both variants answered); all of them
-    inconclusive when more than ``max_unanswered`` of the prompts went unanswered."""
+    inconclusive when more than ``max_unanswered`` of the prompts went unanswered.
+
+    A set that mixes chat and completion prompts is also judged on each kind alone, at
+    ``alpha`` shared between them (Bonferroni): a fault only one API meets, such as a wrong chat
+    template, would otherwise hide in the pooled figure. A kind that fails fails the criterion;
+    otherwise the pooled verdict stands."""
     asked = len(scores) + unanswered
     if asked and unanswered / asked > max_unanswered:
         why = (
@@ -191,7 +201,31 @@ def judge_quality(
             f"{max_unanswered:.0%} quality.maxUnanswered allows"
         )
         return [QualityJudgement(c.name, c.metric, "Inconclusive", why) for c in criteria]
-    return [_judged(c, scores, max_tokens, alpha) for c in criteria]
+    kinds = {
+        kind: [s for s in scores if s.chat == chat]
+        for kind, chat in (("chat", True), ("completion", False))
+    }
+    mixed = all(kinds.values())
+    judged = []
+    for criterion in criteria:
+        pooled = _judged(criterion, scores, max_tokens, alpha)
+        parts = (
+            [
+                _of_kind(kind, _judged(criterion, group, max_tokens, alpha / len(kinds)), group)
+                for kind, group in kinds.items()
+            ]
+            if mixed and pooled.verdict != "Fail"
+            else []
+        )
+        judged.append(next((p for p in parts if p.verdict == "Fail"), pooled))
+    return judged
+
+
+def _of_kind(
+    kind: str, judgement: QualityJudgement, group: Sequence[PromptScore]
+) -> QualityJudgement:
+    """A judgement on one kind of prompts, saying so."""
+    return replace(judgement, reason=f"over the {len(group)} {kind} prompts, {judgement.reason}")
 
 
 def _judged(

@@ -143,7 +143,7 @@ class QualityRun:
         met = None
         if prompt.expected is not None:
             met = (prompt.expected.met_by(baseline.text), prompt.expected.met_by(candidate.text))
-        score = score_prompt(baseline.tokens, forced, met)
+        score = score_prompt(baseline.tokens, forced, met, chat=prompt.chat)
         return _Scored(prompt, score, baseline, candidate)
 
     def _teacher_forced(self, prompt: Prompt, baseline: Answer, candidate: Answer) -> list[Token]:

@@ -120,8 +120,9 @@ test: ## Everything CI checks: lint, types, contracts, drift, chart, then test-f
 sandbox: $(INSTALLED) ## Serve a local cluster on 127.0.0.1:8001 (kubeconfig: ./sandbox.kubeconfig).
 	$(BIN)/acceltrial sandbox up --port 8001 --kubeconfig sandbox.kubeconfig
 
-bench: setup ## Run the benchmarks (short profiles): decisions, decisions at equal false rollbacks, scale, one analysis, the sandbox.
+bench: setup ## Run the benchmarks (short profiles): decisions, decisions at equal false rollbacks, quality detection, scale, one analysis, the sandbox.
 	$(BIN)/python -m bench.decisions --quick
+	$(BIN)/python -m bench.quality --quick
 	$(BIN)/python -m bench.calibrated --quick
 	$(BIN)/python -m bench.scale --quick
 	$(BIN)/python -m bench.analysis

@@ -1,9 +1,12 @@
 """`acceltrial check` offline, as documented: a trial file's queries against a real Prometheus
-holding prepared histories, per criterion and variant, with the documented exit codes."""
+holding prepared histories, per criterion and variant, with the documented exit codes; with
+spec.quality, one prompt to each variant's model server (local ones answering with recorded vLLM
+and TGI JSON, reached through ACCELTRIAL_MODEL_URL)."""
 
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +18,9 @@ import yaml
 
 from tests.conftest import REPO
 from tests.integration.conftest import history_prometheus, recent_history_end
+from tests.unit.test_check_models import SERVERS, servers
+
+__all__ = ["servers"]  # the local model servers' fixture
 
 TRIAL = yaml.safe_load((REPO / "examples" / "scenarios" / "trial.yaml").read_text())
 
@@ -50,10 +56,10 @@ def write_trial(tmp_path: Path, namespace: str | None) -> Path:
     return path
 
 
-def check(*args: str) -> subprocess.CompletedProcess[str]:
+def check(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "acceltrial.cli.main", "check", *args],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True, text=True, timeout=60, check=False, env=env,
     )  # fmt: skip
 
 
@@ -112,3 +118,74 @@ def test_a_missing_file_or_namespace_is_a_usage_error(tmp_path: Path) -> None:
     done = check(str(path), "--prometheus", "http://127.0.0.1:1", "--baseline-pods", "a")
     assert done.returncode == 2
     assert "--namespace is needed" in done.stderr
+
+
+def with_quality(path: Path) -> Path:
+    """The trial asking a quality check; its baseline's Service is the local vLLM."""
+    trial = yaml.safe_load(path.read_text())
+    trial["spec"]["baseline"]["serviceRef"] = {"name": "vllm"}
+    trial["spec"]["quality"] = {
+        "prompts": {"configMapRef": {"name": "prompts", "key": "set.jsonl"}},
+        "criteria": [{"name": "agreement", "metric": "token_agreement", "absolute": {"min": 0.98}}],
+    }
+    path.write_text(yaml.safe_dump(trial))
+    return path
+
+
+def models_at(template: str) -> dict[str, str]:
+    return os.environ | {"ACCELTRIAL_MODEL_URL": template}
+
+
+def test_with_quality_each_variant_is_asked_one_prompt(
+    tmp_path: Path, prometheus_url: str, servers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(SERVERS, "llama3-8b-inf2-candidate", SERVERS["tgi"])
+    path = with_quality(write_trial(tmp_path, "healthy"))
+    pods = ["--baseline-pods", "healthy-gpu-.*", "--candidate-pods", "healthy-inf2-.*"]
+    done = check(str(path), "--prometheus", prometheus_url, *pods,
+                 env=models_at(servers + "/{service}"))  # fmt: skip
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert 'quality: asking "The capital of France is", a fixed prompt (offline' in done.stdout
+    assert f"ok  quality  baseline   the endpoint answers at {servers}/vllm" in done.stdout
+    assert 'ok  quality  baseline   the completions API answers: " Paris.\\n"' in lines
+    assert "ok  quality  candidate  log-probabilities come back (3 tokens)" in lines
+    assert (
+        "--  quality  candidate  prompt log-probabilities (echo) do not come back: the check "
+        "will re-prompt at each divergence"
+    ) in lines
+    assert lines[-1] == "quality: 2 of 2 model servers asked answer as the check needs"
+
+
+def test_a_candidate_not_deployed_yet_is_said_so_and_a_silent_baseline_fails(
+    tmp_path: Path, prometheus_url: str, servers: str
+) -> None:
+    path = with_quality(write_trial(tmp_path, "healthy"))
+    pods = ["--baseline-pods", "healthy-gpu-.*"]
+    before = check(str(path), "--prometheus", prometheus_url, *pods,
+                   env=models_at(servers + "/{service}"))  # fmt: skip
+    # The flag wins over the setting.
+    silent = check(str(path), "--prometheus", prometheus_url, *pods,
+                   "--model-url", "http://127.0.0.1:9/{service}",
+                   env=models_at(servers + "/{service}"))  # fmt: skip
+
+    assert before.returncode == 0, before.stdout + before.stderr
+    assert (
+        "--  quality  candidate  candidate not deployed yet: checked when it is Available"
+        in before.stdout
+    )
+    assert silent.returncode == 1, silent.stdout + silent.stderr
+    assert "NO  quality  baseline   the endpoint does not answer at http://127.0.0.1:9/vllm" in (
+        silent.stdout
+    )
+    assert "quality: 0 of 1 model servers asked answer as the check needs" in silent.stdout
+
+
+def test_a_model_url_the_operator_would_refuse_is_a_usage_error(tmp_path: Path) -> None:
+    path = with_quality(write_trial(tmp_path, "healthy"))
+    done = check(str(path), "--prometheus", "http://127.0.0.1:1", "--baseline-pods", "a",
+                 env=models_at("http://models:8000"))  # fmt: skip
+
+    assert done.returncode == 2
+    assert "--model-url 'http://models:8000': give an http(s) URL template" in done.stderr

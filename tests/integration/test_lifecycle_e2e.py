@@ -30,6 +30,7 @@ from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, profile, serving
 from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane
 from tests.together import Batch, start_together, together
+from tests.unit.test_check_models import model_servers
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +69,7 @@ PROFILES = {
     ("hpa-abort", "candidate"): STEADY,
     ("no-metrics", "baseline"): STEADY,
     ("check-cluster", "baseline"): STEADY,
+    ("check-quality", "baseline"): STEADY,
     ("crash", "baseline"): STEADY,
     ("crash", "candidate"): profile(p50=0.24, p99=0.48),
     ("crash-regress", "baseline"): STEADY,
@@ -805,3 +807,52 @@ def test_acceltrial_check_finds_the_pods_in_the_cluster_as_the_operator_does(
     assert "ok  p99-latency" in done.stdout
     assert 'pod=~"^(?:llama3-gpu-' not in done.stdout, "values, not queries, when all answer"
     assert "2 of 2 queries give a value to judge" in done.stdout
+
+
+@together
+def test_acceltrial_check_asks_the_baseline_the_first_prompt_of_the_set(
+    cluster: Backend, api: Api, prometheus_url: str, tmp_path: Path
+) -> None:
+    """With spec.quality, `acceltrial check TRIAL.yaml` against the current kubeconfig reads the
+    prompt set's ConfigMap and the baseline Service's port, asks the baseline the set's first
+    prompt, and says the candidate, not deployed yet, is asked once it is Available."""
+    install_baseline(api, "check-quality")
+    prompts = {"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "prompts", "namespace": "check-quality"},
+               "data": {"set.jsonl": '# ours\n{"prompt": "Tea is made by"}\n'}}  # fmt: skip
+    assert api.post("/api/v1/namespaces/check-quality/configmaps", prompts).status == 201
+    body = trial("check-quality", prometheus_url)
+    body["spec"]["quality"] = {
+        "prompts": {"configMapRef": {"name": "prompts", "key": "set.jsonl"}},
+        "criteria": [{"name": "agreement", "metric": "token_agreement", "absolute": {"min": 0.98}}],
+    }
+    path = tmp_path / "trial.yaml"
+    path.write_text(yaml.safe_dump(body))
+
+    with model_servers() as servers:
+        env = os.environ | {
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "ACCELTRIAL_MODEL_URL": servers + "/vllm/{namespace}/{service}:{port}",
+        }
+
+        def checked() -> subprocess.CompletedProcess[str] | None:
+            done = subprocess.run(
+                [sys.executable, "-m", "acceltrial.cli.main", "check", str(path)],
+                env=env, capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            return done if done.returncode == 0 else None  # the fleet's first scrapes
+
+        done = eventually(checked, timeout=60)
+    assert (
+        'quality: asking "Tea is made by", the first prompt of ConfigMap check-quality/prompts, '
+        "key set.jsonl (line 2)"
+    ) in done.stdout
+    assert (
+        f"ok  quality  baseline   the endpoint answers at {servers}/vllm/check-quality/"
+        "llama3-gpu:8000 (GET /v1/models: HTTP 200)"
+    ) in done.stdout
+    assert "ok  quality  baseline   log-probabilities come back (3 tokens)" in done.stdout
+    assert (
+        "--  quality  candidate  candidate not deployed yet: checked when it is Available"
+        in done.stdout
+    )

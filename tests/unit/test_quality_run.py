@@ -135,3 +135,15 @@ def test_a_refusal_ends_the_check_naming_the_variant() -> None:
 
 def test_an_empty_set_cannot_be_run() -> None:
     assert run(variant(), []).problem == "the prompt set holds no prompt"
+
+
+def test_a_server_without_log_probabilities_ends_the_check_naming_it() -> None:
+    def without_logprobs(path: str, payload: dict[str, Any]) -> Mapping[str, Any]:
+        body = dict(in_process(TinyModel("bfloat16"))(path, payload))
+        body["choices"] = [{**body["choices"][0], "logprobs": None}]
+        return body
+
+    check = run(client(without_logprobs), sleep=lambda _: pytest.fail("a refusal is not retried"))
+    assert check.problem == (
+        "the candidate: the completion holds no token log-probabilities (logprobs)"
+    )

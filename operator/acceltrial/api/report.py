@@ -2,10 +2,10 @@
 ``<trial>-report`` ConfigMap (key ``report.json``) and read by ``acceltrial report``.
 
 It answers the evaluation checklist with measured numbers: the workload, cost per useful result,
-whether the candidate ran and stayed healthy, latency and throughput side by side, utilization of
-both accelerators, the migration's payback, and the controlled test itself (criteria fixed before
-start, steps taken, rollback readiness). A promoted trial adds the manifests a GitOps user should
-commit so that Git matches the cluster.
+whether the candidate ran, stayed healthy and answered like the baseline (the quality check),
+latency and throughput side by side, utilization of both accelerators, the migration's payback,
+and the controlled test itself (criteria fixed before start, steps taken, rollback readiness). A
+promoted trial adds the manifests a GitOps user should commit so that Git matches the cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError
 from acceltrial.api.base import ApiModel
 from acceltrial.api.capacity import CapacityStatus
 from acceltrial.api.neuron import CompileStatus
+from acceltrial.api.quality import QualityStatus
 from acceltrial.api.status import Decision, EconomicsStatus, Phase
 
 REPORT_KEY = "report.json"
@@ -104,6 +105,14 @@ class CriterionLimit(ApiModel):
     kind: Literal["absolute", "relative"]
     min: float | None = None
     max: float | None = None
+
+
+class QualityLimit(ApiModel):
+    """A quality criterion's limit as ``spec.quality`` sets it (``status.quality`` carries the
+    figures, not the limits they were judged against)."""
+
+    name: str
+    limit: CriterionLimit
 
 
 class CriterionSummary(ApiModel):
@@ -206,6 +215,11 @@ class Report(ApiModel):
     compile: CompileStatus | None = None
     """The Neuron compile Job of candidate.compile: outcome and how long it took (engineering
     effort the migration costs)."""
+    quality: QualityStatus | None = None
+    """The latest quality check of spec.quality (output parity): verdict, figures, the prompts
+    where the candidate strayed furthest."""
+    quality_limits: list[QualityLimit] = Field(default_factory=list)
+    """Each quality criterion's limit; empty when the trial asks no quality check."""
     controlled_test: ControlledTest = ControlledTest()
     evidence: list[EvidenceRow] = Field(default_factory=list)
     """Per criterion and step, the requests judged and how sure the figure is."""

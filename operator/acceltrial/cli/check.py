@@ -1,16 +1,19 @@
-"""``acceltrial check``: does every criterion of a trial file get a value from this Prometheus?
+"""``acceltrial check``: does every criterion of a trial file get a value from this Prometheus,
+and, with ``spec.quality``, does each variant's model server answer as the quality check needs?
 
 Runs each criterion's query (each cost input for cost criteria) for the baseline and the
 candidate and prints the value, or why there is none: what preflight checks for the baseline
 before any traffic moves, for both variants and before the trial is applied. Pods are found as
-the operator finds them (the current kubeconfig context), or given as regexes offline. Exits 0
-when every query answers, 1 when one does not, 2 on a usage error (a bad file, flag or URL, an
-unreachable Prometheus).
+the operator finds them (the current kubeconfig context), or given as regexes offline. With
+``spec.quality``, one prompt goes to each variant's Service (cli/model_check.py). Exits 0 when
+every query answers and every model server asked can be checked, 1 when one cannot, 2 on a
+usage error (a bad file, flag or URL, an unreachable Prometheus).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import urllib.parse
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,7 +26,15 @@ from pydantic import ValidationError
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.validation import is_trial_candidate, load_documents, validate_trial
-from acceltrial.cli.trials import CliError, connect
+from acceltrial.cli.model_check import (
+    ModelPlan,
+    Said,
+    check_models,
+    cluster_plan,
+    model_url,
+    offline_plan,
+)
+from acceltrial.cli.trials import CliError, Target, connect
 from acceltrial.engine.analysis import MeasurementWindow
 from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_name
 from acceltrial.engine.metric_check import Answer, answers, plan_check
@@ -52,6 +63,9 @@ class CheckOptions:
     namespace: str | None = None
     baseline_pods: str | None = None
     candidate_pods: str | None = None
+    model_url: str | None = None
+    """The template model servers are reached through (default: ACCELTRIAL_MODEL_URL, else the
+    cluster's DNS)."""
 
 
 def add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,23 +90,33 @@ def add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     check.add_argument(
         "--candidate-pods", metavar="REGEX", help="the candidate's pod names, offline"
     )
+    check.add_argument(
+        "--model-url", metavar="TEMPLATE",
+        help="with spec.quality, where each variant's Service answers: a URL template of "
+        "{service}, {namespace} and {port} (default: ACCELTRIAL_MODEL_URL, else "
+        "http://{service}.{namespace}.svc:{port}); offline {port} is 80",
+    )  # fmt: skip
 
 
 def run_check(options: CheckOptions, out: TextIO, err: TextIO) -> int:
     try:
         trial, spec = _load(options.file)
         address = _prometheus_address(options.prometheus or spec.analysis.prometheus.address)
-        targets = _targets(options, trial, spec)
+        template = _model_url(options.model_url) if spec.quality is not None else None
+        cluster = None if _offline(options) else _connect(options, trial)
+        targets = _targets(options, trial, spec, cluster)
         prometheus = client_for(
             spec.analysis.prometheus.model_copy(update={"address": address}), ResolvedSecrets()
         )
         _reachable(prometheus, address)
         found = _run(spec, targets, reader_for(spec.analysis, prometheus))
+        plan = _model_plan(options, trial, spec, cluster, template) if template else None
     except (UsageError, CliError, MissingSecret) as error:
         print(f"acceltrial check: {error}", file=err)
         return USAGE_ERROR
     _print(found, targets, out)
-    return 0 if found and all(a.usable for a in found) else 1
+    answered = plan is None or _print_models(plan, check_models(plan, _model(spec)), out)
+    return 0 if found and all(a.usable for a in found) and answered else 1
 
 
 def _load(path: Path) -> tuple[dict[str, Any], TrialSpec]:
@@ -124,16 +148,35 @@ def _prometheus_address(url: str) -> str:
     return url
 
 
-def _targets(
-    options: CheckOptions, trial: dict[str, Any], spec: TrialSpec
-) -> dict[Variant, VariantTarget]:
-    meta = trial.get("metadata") or {}
-    offline = options.baseline_pods is not None or options.candidate_pods is not None
-    if not offline:
-        return _cluster_targets(options, meta, spec)
+def _model_url(flag: str | None) -> str:
+    try:
+        return model_url(flag)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _offline(options: CheckOptions) -> bool:
+    return options.baseline_pods is not None or options.candidate_pods is not None
+
+
+def _connect(options: CheckOptions, trial: dict[str, Any]) -> Target:
+    return connect(options.namespace or (trial.get("metadata") or {}).get("namespace"))
+
+
+def _offline_namespace(options: CheckOptions, meta: dict[str, Any]) -> str:
     namespace = options.namespace or meta.get("namespace")
     if not namespace:
         raise UsageError("offline, --namespace is needed (the trial file names none)")
+    return str(namespace)
+
+
+def _targets(
+    options: CheckOptions, trial: dict[str, Any], spec: TrialSpec, cluster: Target | None
+) -> dict[Variant, VariantTarget]:
+    meta = trial.get("metadata") or {}
+    if cluster is not None:
+        return _cluster_targets(cluster, meta, spec)
+    namespace = _offline_namespace(options, meta)
     found: dict[Variant, VariantTarget] = {}
     if options.baseline_pods is not None:
         found["baseline"] = VariantTarget(
@@ -149,9 +192,8 @@ def _targets(
 
 
 def _cluster_targets(
-    options: CheckOptions, meta: dict[str, Any], spec: TrialSpec
+    target: Target, meta: dict[str, Any], spec: TrialSpec
 ) -> dict[Variant, VariantTarget]:
-    target = connect(options.namespace or meta.get("namespace"))
     kube, namespace = target.kube, target.namespace
     trial = TrialRef(str(meta.get("name")), namespace, "")
     try:
@@ -199,6 +241,43 @@ def _run(
     except RequestError as error:
         raise UsageError(f"a query cannot be rendered: {error}") from None
     return answers(planned, readings)
+
+
+def _model_plan(
+    options: CheckOptions,
+    trial: dict[str, Any],
+    spec: TrialSpec,
+    cluster: Target | None,
+    template: str,
+) -> ModelPlan:
+    meta = trial.get("metadata") or {}
+    name = str(meta.get("name"))
+    if cluster is None:
+        ref = TrialRef(name, _offline_namespace(options, meta), "")
+        return offline_plan(spec, ref, template, options.candidate_pods is not None)
+    try:
+        return cluster_plan(spec, TrialRef(name, cluster.namespace, ""), cluster.kube, template)
+    except KubeError as error:
+        raise UsageError(f"cannot read the cluster: {error}") from None
+
+
+def _model(spec: TrialSpec) -> str | None:
+    return spec.quality.model if spec.quality else None
+
+
+def _print_models(plan: ModelPlan, said: list[Said], out: TextIO) -> bool:
+    """Print the model servers' lines; whether the quality check can run on what they said (a
+    candidate not deployed yet is no failure)."""
+    prompt = plan.prompt
+    asking = json.dumps(prompt.messages[-1][1] if prompt.chat else prompt.text, ensure_ascii=False)
+    print(f"quality: asking {asking}, {plan.source}", file=out)
+    for line in said:
+        print(f"{line.mark:>2}  quality  {line.who:<9}  {line.said}", file=out)
+    failed = {line.who for line in said if line.mark == "NO"}
+    answering = sum(variant not in failed for variant in plan.urls)
+    needs = f"{answering} of {len(plan.urls)} model servers asked answer as the check needs"
+    print(f"quality: {needs}", file=out)
+    return not failed
 
 
 def _print(found: list[Answer], targets: dict[Variant, VariantTarget], out: TextIO) -> None:

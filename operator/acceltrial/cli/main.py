@@ -100,8 +100,9 @@ def _offline(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     options = CheckOptions(
-        args.file, args.prometheus, args.namespace, args.baseline_pods, args.candidate_pods
-    )
+        args.file, args.prometheus, args.namespace, args.baseline_pods, args.candidate_pods,
+        args.model_url,
+    )  # fmt: skip
     return run_check(options, sys.stdout, sys.stderr)
 
 

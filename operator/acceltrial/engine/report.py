@@ -22,6 +22,7 @@ from acceltrial.api.report import (
     CriterionLimit,
     CriterionSummary,
     Point,
+    QualityLimit,
     ReadingQuery,
     Report,
     VariantFigures,
@@ -29,6 +30,7 @@ from acceltrial.api.report import (
     Workload,
 )
 from acceltrial.api.spec import Criterion, TrialSpec
+from acceltrial.api.spec.quality import QualityCriterion
 from acceltrial.api.status import TERMINAL_PHASES, CriterionResult, TrialStatus
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.compile_gate import with_compile_note
@@ -104,6 +106,8 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
             _compatibility(spec, status, point, previous), status.compile
         ),
         compile=status.compile,
+        quality=status.quality,
+        quality_limits=_quality_limits(spec),
         controlled_test=_controlled_test(spec, status, point, previous),
         evidence=evidence_rows(spec, status.evidence or []),
         timeline=timeline,
@@ -287,7 +291,7 @@ def judged(criterion: Criterion) -> str:
     )
 
 
-def _limit(criterion: Criterion) -> CriterionLimit | None:
+def _limit(criterion: Criterion | QualityCriterion) -> CriterionLimit | None:
     if criterion.absolute is not None:
         absolute = criterion.absolute
         return CriterionLimit(kind="absolute", min=absolute.min, max=absolute.max)
@@ -295,6 +299,12 @@ def _limit(criterion: Criterion) -> CriterionLimit | None:
         relative = criterion.relative
         return CriterionLimit(kind="relative", min=relative.min, max=relative.max)
     return None
+
+
+def _quality_limits(spec: TrialSpec) -> list[QualityLimit]:
+    """Each quality criterion's limit: status.quality records the figures only."""
+    criteria = spec.quality.criteria if spec.quality else []
+    return [QualityLimit(name=c.name, limit=limit) for c in criteria if (limit := _limit(c))]
 
 
 def _controlled_test(

@@ -7,8 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from acceltrial.providers.quality.services import MODEL_URL, MODEL_URL_VARIABLE, checked_model_url
+
 LogLevel = Literal["debug", "info", "warning", "error"]
-MODEL_URL = "http://{service}.{namespace}.svc:{port}"
 
 
 class OperatorConfig(BaseModel):
@@ -30,18 +31,7 @@ class OperatorConfig(BaseModel):
     @field_validator("model_url")
     @classmethod
     def _names_the_service(cls, value: str) -> str:
-        if "{service}" not in value or not value.startswith(("http://", "https://")):
-            raise ValueError(
-                "give an http(s) URL template holding {service} (and {namespace}, {port} as "
-                f"needed), e.g. {MODEL_URL}"
-            )
-        try:
-            value.format(service="s", namespace="n", port=80)
-        except (KeyError, IndexError, ValueError) as error:
-            raise ValueError(
-                f"only {{service}}, {{namespace}} and {{port}} may be used: {error}"
-            ) from None
-        return value
+        return checked_model_url(value)
 
 
 class ConfigError(Exception):
@@ -58,7 +48,7 @@ def config_from_env(environ: dict[str, str] | None = None) -> OperatorConfig:
         "api_timeout_seconds": env.get("ACCELTRIAL_API_TIMEOUT_SECONDS", "30"),
         "peering_lifetime_seconds": env.get("ACCELTRIAL_PEERING_LIFETIME_SECONDS", "15"),
         "workers": env.get("ACCELTRIAL_WORKERS", "16"),
-        "model_url": env.get("ACCELTRIAL_MODEL_URL", MODEL_URL),
+        "model_url": env.get(MODEL_URL_VARIABLE, MODEL_URL),
     }
     try:
         return OperatorConfig.model_validate(raw)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from acceltrial.api.spec.quality import QualitySpec
 from acceltrial.engine.quality.check import QualityCheck
-from acceltrial.engine.quality.prompts import Prompt, PromptsError, parse_prompts
+from acceltrial.engine.quality.prompts import Prompt
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Manifest
 from acceltrial.providers.quality.check import QualityRun
 from acceltrial.providers.quality.openai import OpenAiClient
+from acceltrial.providers.quality.services import prompt_set as read_prompt_set
+from acceltrial.providers.quality.services import service_port, service_url
 
 TIMEOUT_SECONDS = 30.0
 """Per request: a 64-token greedy answer takes well under a second on a warm server."""
@@ -20,19 +22,7 @@ TIMEOUT_SECONDS = 30.0
 
 def prompt_set(snapshot: TickSnapshot, settings: QualitySpec) -> list[Prompt] | str:
     """The prompts of ``quality.prompts.configMapRef``, or why they cannot be used."""
-    ref = settings.prompts.config_map_ref
-    where = f"quality.prompts.configMapRef: ConfigMap {snapshot.namespace}/{ref.name}"
-    config_map = snapshot.kube.config_map(snapshot.namespace, ref.name)
-    if config_map is None:
-        return f"{where} not found; create it with the prompt set under key {ref.key}"
-    text = (config_map.get("data") or {}).get(ref.key)
-    if text is None:
-        keys = ", ".join(sorted(config_map.get("data") or {})) or "none"
-        return f"{where} has no key {ref.key} (its keys: {keys})"
-    try:
-        return parse_prompts(text)
-    except PromptsError as error:
-        return f"{where}, key {ref.key}: {error}"
+    return read_prompt_set(snapshot.kube, snapshot.namespace, settings)
 
 
 def run_quality_check(snapshot: TickSnapshot) -> QualityCheck:
@@ -60,7 +50,5 @@ def _client(
 ) -> OpenAiClient:
     """The client of Service ``name``; the candidate's Service is derived from the baseline's,
     so both listen on the baseline Service's first port."""
-    ports = (service.get("spec") or {}).get("ports") or [{}]
-    port = ports[0].get("port", 80)
-    url = template.format(service=name, namespace=snapshot.namespace, port=port)
+    url = service_url(template, name, snapshot.namespace, service_port(service))
     return OpenAiClient(url, settings.model, TIMEOUT_SECONDS)

@@ -2,7 +2,8 @@
 (matplotlib, no network, no script). Both carry the same sections: the decision, the workload,
 both variants side by side (each with the measurement window its figures come from), the
 economics, the weight over time and one chart per criterion with its limit, the timeline of every
-measurement, compatibility, the controlled test and, once promoted, the manifests to commit."""
+measurement, compatibility, the quality check (pages/quality.py), the controlled test and, once
+promoted, the manifests to commit."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from acceltrial.pages.evidence import (
     evidence_summary,
     evidence_table,
 )
+from acceltrial.pages.quality import quality_due, quality_html, quality_markdown
 from acceltrial.pages.savings import economics_window, payoff_lines, projected_count, window_of
 from acceltrial.pages.units import asked, metric_value
 from acceltrial.pages.units import money as _money
@@ -287,9 +289,10 @@ def markdown(report: Report) -> str:
         f"- healthy: {health(report)}",
         *[f"- {note}" for note in report.compatibility.notes],
         "",
-        "## The controlled test",
-        "",
     ]
+    if quality_due(report):
+        out += ["## Quality (output parity)", "", *quality_markdown(report), ""]
+    out += ["## The controlled test", ""]
     test = report.controlled_test
     out += [
         f"- criteria fixed before the start (hash `{short_hash(test.criteria_hash)}`), "
@@ -321,6 +324,8 @@ td, th { border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: left; verti
 table.timeline { font-size: 0.8rem; }
 .verdict { font-size: 1.2rem; padding: 0.6rem; background: #f4f4f4; }
 pre { background: #f4f4f4; padding: 0.6rem; overflow-x: auto; }
+.text { white-space: pre-wrap; overflow-wrap: anywhere; font-family: ui-monospace, monospace; }
+table.examples { width: 100%; table-layout: fixed; font-size: 0.85rem; }
 """
 
 
@@ -393,6 +398,9 @@ def html_page(report: Report) -> str:
         if len(asked) > 1
         else f"<p>{esc(_no_measurement(report))}</p>"
     )
+    quality = (
+        f"<h2>Quality (output parity)</h2>{quality_html(report)}" if quality_due(report) else ""
+    )
     title = f"Decision report: {report.namespace}/{report.trial}"
     digest = test.criteria_hash or ""
     shadow = esc(_shadow(test.planned_mirrors, test.mirrors_reached).capitalize())
@@ -411,6 +419,7 @@ def html_page(report: Report) -> str:
 <h2>Compatibility</h2><ul>
 <li>deployed and served traffic: {"yes" if report.compatibility.deployed else "no"}</li>
 <li>healthy: {esc(health(report))}</li>{notes}</ul>
+{quality}
 <h2>Queries</h2>{queries}
 <h2>The controlled test</h2>
 <p>Criteria fixed before the start (hash

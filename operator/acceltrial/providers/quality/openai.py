@@ -48,6 +48,13 @@ class RequestRefused(AnswerError):
     temporary = False
 
 
+class LogprobsMissing(AnswerError):
+    """The server answered in the API's shape without the log-probabilities asked for (a server
+    started without them, or one that ignores ``logprobs``): asking again cannot help."""
+
+    temporary = False
+
+
 class ScoringUnsupported(AnswerError):
     """The server cannot score a given continuation (no prompt log-probabilities)."""
 
@@ -181,7 +188,7 @@ def completion_answer(body: Mapping[str, Any]) -> Answer:
     tokens = logprobs.get("tokens")
     values = logprobs.get("token_logprobs")
     if not isinstance(tokens, list) or not isinstance(values, list) or len(tokens) != len(values):
-        raise AnswerError("the completion holds no token log-probabilities (logprobs)")
+        raise LogprobsMissing("the completion holds no token log-probabilities (logprobs)")
     pairs = tuple((str(t), float(v)) for t, v in zip(tokens, values, strict=True) if v is not None)
     return Answer(str(choice.get("text") or ""), pairs)
 
@@ -191,7 +198,7 @@ def chat_answer(body: Mapping[str, Any]) -> Answer:
     choice = _choice(body)
     content = (choice.get("logprobs") or {}).get("content")
     if not isinstance(content, list):
-        raise AnswerError("the chat answer holds no token log-probabilities (logprobs)")
+        raise LogprobsMissing("the chat answer holds no token log-probabilities (logprobs)")
     pairs = tuple((str(c["token"]), float(c["logprob"])) for c in content if isinstance(c, dict))
     message = choice.get("message") or {}
     return Answer(str(message.get("content") or ""), pairs)

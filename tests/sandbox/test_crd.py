@@ -108,6 +108,10 @@ _DELETE = object()
         (["spec", "steps"], [], "spec.steps", "should have at least 1 items"),
         (["spec", "steps", 1, "weight"], 5, "spec.steps",
          "step weights must increase strictly from one step to the next"),
+        (["spec", "quality"], {
+            "prompts": {"configMapRef": {"name": "prompts", "key": "set.jsonl"}},
+            "criteria": [{"name": "a", "metric": "token_agreement", "relative": {"min": 0.9}}],
+         }, "spec.quality.criteria[0]", "relative limits apply to expected_match only"),
     ],
 )  # fmt: skip
 def test_invalid_trials_answer_422_with_the_field_path(

@@ -15,7 +15,7 @@ from acceltrial.engine.quality.check import QualityCheck
 from acceltrial.engine.quality.compare import PromptScore
 from acceltrial.engine.ticks import RemoveCandidate, RestoreRouting, SetWeight
 from tests.hostile.strategies import quality_manifest
-from tests.unit.test_lifecycle import Driver, make_spec
+from tests.unit.test_lifecycle import Driver, condition, make_spec
 
 QUALITY = {
     "prompts": {"configMapRef": {"name": "prompts", "key": "prompts.jsonl"}},
@@ -92,6 +92,7 @@ def test_a_check_that_cannot_tell_pauses_and_resume_asks_again() -> None:
     driver = Driver(spec(), check=checks)
     driver.run_until("Paused")
     assert driver.status.pause_reason == "QualityInconclusive"
+    assert condition(driver.status, "Stalled") == ("True", "QualityInconclusive"), "a person acts"
     assert "more prompts are needed to tell" in (driver.status.message or "")
     assert driver.weights() == []
     driver.tick()

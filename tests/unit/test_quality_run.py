@@ -147,3 +147,16 @@ def test_a_server_without_log_probabilities_ends_the_check_naming_it() -> None:
     assert check.problem == (
         "the candidate: the completion holds no token log-probabilities (logprobs)"
     )
+
+
+def test_a_server_refusing_echo_is_re_prompted() -> None:
+    def refusing_echo(path: str, payload: dict[str, Any]) -> Mapping[str, Any]:
+        if payload.get("echo"):
+            raise RequestRefused(f"{path} refused (400): echo is not supported")
+        return in_process(TinyModel("bfloat16", Outputs(token_error_rate=0.1)))(path, payload)
+
+    check = run(client(refusing_echo))
+    assert (check.problem, check.scoring) == (None, "reprompting")
+    assert [s.agreed for s in check.scores] == [
+        s.agreed for s in run(variant(token_error_rate=0.1)).scores
+    ]

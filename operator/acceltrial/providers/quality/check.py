@@ -6,19 +6,21 @@ Teacher forcing, two ways (the report says which):
 
 - ``promptLogprobs``: the candidate scores the prompt followed by the baseline's answer in one
   request (``echo`` with ``logprobs``), its own top-1 at every position;
-- ``reprompting``, where the server cannot (no ``echo``) and for chat prompts (a chat template
-  the operator does not know cannot be echoed): the candidate's own greedy answer agrees with the
-  baseline's up to its first divergence; there the candidate is asked to continue from the
-  prompt plus the baseline's answer up to and including that position (vLLM's
-  ``continue_final_message`` for chat), as NxD Inference's logit matching re-runs from a
-  divergent token, within ``REPROMPTS`` requests a prompt. ``token_agreement`` means the same
-  both ways: the share of the baseline's answer positions where the candidate's top-1 agrees.
+- ``reprompting``, where the server cannot (no ``echo``, or it refuses the request) and for chat
+  prompts (a chat template the operator does not know cannot be echoed): the candidate's own
+  greedy answer agrees with the baseline's up to its first divergence; there the candidate is
+  asked to continue from the prompt plus the baseline's answer up to and including that
+  position (vLLM's ``continue_final_message`` for chat), as NxD Inference's logit matching
+  re-runs from a divergent token, within ``REPROMPTS`` requests a prompt.
+
+``token_agreement`` means the same both ways: the share of the baseline's answer positions
+where the candidate's top-1 agrees.
 
 A request that fails for now (5xx, a timeout, no connection) is asked again ``ATTEMPTS`` times;
-a prompt still unanswered is counted (the gate's ``maxUnanswered``). A refusal (4xx) or an
-answer without log-probabilities ends the check with a problem naming the variant. Prompts run
-``concurrency`` at a time; the first is asked alone, so a variant that cannot be reached is
-found in one request, not in a hundred.
+a prompt still unanswered is counted (the gate's ``maxUnanswered``). A refusal (4xx; for the
+echo request, re-prompting instead) or an answer without log-probabilities ends the check with
+a problem naming the variant. Prompts run ``concurrency`` at a time; the first is asked alone,
+so a variant that cannot be reached is found in one request, not in a hundred.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from acceltrial.engine.quality.prompts import Prompt
 from acceltrial.providers.quality.openai import (
     Answer,
     AnswerError,
+    RequestRefused,
     ScoringUnsupported,
     Token,
 )
@@ -158,7 +161,8 @@ class QualityRun:
                     "candidate", lambda: self.candidate.score(prompt.text or "", text, positions)
                 )
             except _Stop as stop:
-                if not isinstance(stop.__cause__, ScoringUnsupported):
+                # A server that refuses echo (400) cannot score a continuation either.
+                if not isinstance(stop.__cause__, ScoringUnsupported | RequestRefused):
                     raise
                 self._echo = False
         return self._reprompt(prompt, baseline.tokens, candidate.tokens)

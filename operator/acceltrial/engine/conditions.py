@@ -16,6 +16,10 @@ from acceltrial.api.status import Condition, Phase, TrialStatus
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 SPEC_CHANGE_REJECTED = "SpecChangeRejected"
+SPEC_CHANGE_HELD = (
+    "spec.steps or spec.analysis changed after the trial started; the change is refused and the "
+    "trial holds. Restore them, or delete and re-create the trial to restart."
+)
 """Condition: spec.steps or spec.analysis changed after the start; the trial holds."""
 _PROGRESSING_PHASES: frozenset[Phase] = frozenset(
     {"Pending", "Preflight", "Progressing", "Promoting", "BakingIn"}

@@ -338,3 +338,33 @@ def evidence_forecast(spec: TrialSpec, requests_per_second: float) -> list[str]:
             f"promotion.bakeTime at least {bake}m (or the steps longer)"
         )
     return short
+
+
+EVIDENCE_EXPECTED = "EvidenceExpected"
+"""Condition: whether the steps can bring the candidate the requests its promotion needs."""
+TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What preflight says once of the evidence the steps can bring (condition
+    EvidenceExpected; a warning when short, the trial still starts)."""
+
+    enough: bool
+    message: str
+
+
+def forecast_once(
+    spec: TrialSpec, conditions: Sequence[Any], requests_per_second: float | None
+) -> Forecast | None:
+    """The forecast at today's baseline traffic; None without a rate or once said."""
+    said = any(c.type == EVIDENCE_EXPECTED for c in conditions)
+    if requests_per_second is None or said:
+        return None
+    short = evidence_forecast(spec, requests_per_second)
+    if short:
+        return Forecast(False, "; ".join(short))
+    enough = (
+        f"at {requests_per_second:.3g} requests/s the steps and the bake can bring what it needs"
+    )
+    return Forecast(True, enough)

@@ -42,13 +42,19 @@ from acceltrial.api.status import (
     TrialStatus,
 )
 from acceltrial.engine.conditions import (
+    SPEC_CHANGE_HELD,
     SPEC_CHANGE_REJECTED,
     ConditionStatus,
     phase_conditions,
     remove_condition,
     set_condition,
 )
-from acceltrial.engine.evidence import evidence_forecast, judged_on
+from acceltrial.engine.evidence import (
+    EVIDENCE_EXPECTED,
+    TOO_LITTLE_TRAFFIC,
+    forecast_once,
+    judged_on,
+)
 from acceltrial.engine.gates import (
     api_refusal,
     baked,
@@ -84,12 +90,8 @@ from acceltrial.engine.ticks import (
     SetWeight,
     TickResult,
 )
-from acceltrial.engine.undo import undo
+from acceltrial.engine.undo import rolled_back, undo
 from acceltrial.engine.verdict import GateVerdict
-
-EVIDENCE_EXPECTED = "EvidenceExpected"
-"""Condition: whether the steps can bring the candidate the requests its promotion needs."""
-TOO_LITTLE_TRAFFIC = "TooLittleTraffic"
 
 
 def decide(spec: TrialSpec, status: TrialStatus, observation: Observation) -> TickResult:
@@ -174,21 +176,15 @@ class _Tick:
         self._enter("Progressing", "deploying the candidate; waiting for it to be Available")
 
     def _forecast_evidence(self) -> None:
-        """Say before anything changes when these steps cannot bring the candidate the requests
-        its promotion will need at today's traffic: condition EvidenceExpected (a warning; the
-        trial still starts)."""
-        rate = self.obs.baseline_request_rate
-        known = any(c.type == EVIDENCE_EXPECTED for c in self.status.conditions or [])
-        if rate is None or known:
-            return
-        short = evidence_forecast(self.spec, rate)
-        if short:
-            message = "; ".join(short)
-            self.events.append(Event("Warning", TOO_LITTLE_TRAFFIC, message))
-            self._set_condition(EVIDENCE_EXPECTED, "False", message, TOO_LITTLE_TRAFFIC)
-        else:
-            said = f"at {rate:.3g} requests/s the steps and the bake can bring what it needs"
-            self._set_condition(EVIDENCE_EXPECTED, "True", said, "EnoughTraffic")
+        said = forecast_once(
+            self.spec, self.status.conditions or [], self.obs.baseline_request_rate
+        )
+        if said is not None and not said.enough:
+            self.events.append(Event("Warning", TOO_LITTLE_TRAFFIC, said.message))
+        if said is not None:
+            reason = "EnoughTraffic" if said.enough else TOO_LITTLE_TRAFFIC
+            held: ConditionStatus = "True" if said.enough else "False"
+            self._set_condition(EVIDENCE_EXPECTED, held, said.message, reason)
 
     def _progressing(self) -> None:
         if self.status.step == 0:
@@ -304,18 +300,9 @@ class _Tick:
 
     def _rolling_back(self) -> None:
         self.actions += list(undo(self.status))
-        decision = self.status.decision
-        final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
         # The candidate had no share before the trial; status.original holds the rest.
         self._update(canary_weight=0, requested_weight=0)
-        # The candidate is deployed as the trial leaves preflight (step 0): before, nothing was.
-        deployed = self.status.step is not None
-        said = (
-            "routing restored as found; candidate removed"
-            if deployed
-            else ("nothing was changed: the candidate was never deployed")
-        )
-        self._enter(final, said)
+        self._enter(*rolled_back(self.status))
 
     def _judge_measurement(self) -> bool:
         """Record this tick's measurement; False when it ended the step (rollback or pause)."""
@@ -411,13 +398,9 @@ class _Tick:
             self.events.append(drift[1])
 
     def _hold_for_spec_change(self) -> None:
-        message = (
-            "spec.steps or spec.analysis changed after the trial started; the change is refused "
-            "and the trial holds. Restore them, or delete and re-create the trial to restart."
-        )
         if self.obs.action == "abort":
             self._roll_back("abort", ABORTED, "aborted by a person (acceltrial.dev/action: abort)")
-        self._set_condition(SPEC_CHANGE_REJECTED, "True", message, SPEC_CHANGE_REJECTED)
+        self._set_condition(SPEC_CHANGE_REJECTED, "True", SPEC_CHANGE_HELD, SPEC_CHANGE_REJECTED)
 
     def _enter(self, phase: Phase, message: str) -> None:
         if phase != self.status.phase:

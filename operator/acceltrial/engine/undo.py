@@ -5,7 +5,7 @@ Pure: from the status, the actions, in order, each idempotent.
 
 from __future__ import annotations
 
-from acceltrial.api.status import TERMINAL_PHASES, TrialStatus
+from acceltrial.api.status import TERMINAL_PHASES, Phase, TrialStatus
 from acceltrial.engine.ticks import (
     Action,
     HandOverCandidate,
@@ -36,3 +36,13 @@ def undo(status: TrialStatus) -> tuple[Action, ...]:
     candidate goes."""
     autoscaler = (RestoreAutoscaler(),) if status.original and status.original.hpa else ()
     return (RestoreRouting(), *autoscaler, RemoveCandidate())
+
+
+def rolled_back(status: TrialStatus) -> tuple[Phase, str]:
+    """Where a rollback ends (Aborted for a person's abort) and what it says it left."""
+    decision = status.decision
+    final: Phase = "Aborted" if decision and decision.verdict == "abort" else "RolledBack"
+    # The candidate is deployed as the trial leaves preflight (step 0): before, nothing was.
+    if status.step is None:
+        return final, "nothing was changed: the candidate was never deployed"
+    return final, "routing restored as found; candidate removed"

@@ -80,6 +80,16 @@ def test_a_valid_trial_is_stored_with_schema_defaults(with_crd: Api) -> None:
     assert spec["analysis"]["criteria"][0]["fromWeight"] == 0
 
 
+def test_a_null_where_a_default_exists_gets_the_default(with_crd: Api) -> None:
+    """CRD docs, "Defaulting and Nullable": a null for a field that is not nullable is pruned
+    before defaulting, so the default applies (found by the hostile-input fuzzing: the emulator
+    answered "Required value" where the real server defaults)."""
+    reply = with_crd.post(TRIALS, mutate(["spec", "analysis", "preset"], None))
+
+    assert reply.status == 201, reply.body
+    assert reply.body["spec"]["analysis"]["preset"] == "vllm"
+
+
 def mutate(path: list[str | int], value: Any) -> dict[str, Any]:
     body = copy.deepcopy(example())
     node: Any = body

@@ -76,9 +76,29 @@ def _split_path(path: str) -> list[str | int]:
 
 
 def defaulted(schema: Schema, value: dict[str, Any]) -> dict[str, Any]:
-    """The object with the schema's defaults applied (metadata untouched)."""
-    result: dict[str, Any] = apply_defaults(_without_envelope(schema), value)
+    """The object with the schema's defaults applied (metadata untouched). As the API server
+    does (CRD docs, "Defaulting and Nullable"), a null where the schema is not ``nullable`` is
+    pruned first, so a field with a default gets it and a required one is missing."""
+    body_schema = _without_envelope(schema)
+    body = {k: v for k, v in value.items() if k != "metadata"}
+    pruned = _nulls_pruned(body_schema, body) | (
+        {"metadata": value["metadata"]} if "metadata" in value else {}
+    )
+    result: dict[str, Any] = apply_defaults(body_schema, pruned)
     return result
+
+
+def _nulls_pruned(schema: Schema, value: Any) -> Any:
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        return {
+            name: _nulls_pruned(properties.get(name, {}), item)
+            for name, item in value.items()
+            if item is not None or properties.get(name, {}).get("nullable")
+        }
+    if isinstance(value, list) and "items" in schema:
+        return [_nulls_pruned(schema["items"], item) for item in value]
+    return value
 
 
 def validate(schema: Schema, value: dict[str, Any]) -> list[Cause]:

@@ -31,6 +31,7 @@ from tests.integration.simulated import STEADY, profile, serving
 from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane
 from tests.together import Batch, start_together, together
 from tests.unit.test_check_models import model_servers
+from tests.unit.test_notifications import Receiver
 
 pytestmark = pytest.mark.slow
 
@@ -158,12 +159,21 @@ def operator(operator_identity: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="module")
-def together_batch(
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver the operator's notifications reach: it records each POST by path."""
+    served = Receiver()
+    yield served
+    served.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def together_batch(  # noqa: PLR0917
     request: pytest.FixtureRequest,
     cluster: Backend,
     api: Api,
     prometheus_url: str,
     operator: None,
+    receiver: Receiver,
 ) -> Iterator[Batch]:
     """Every test of this module drives a trial in a namespace of its own: they run at once
     (tests/together.py), on the backend of this module's parameter."""
@@ -172,6 +182,7 @@ def together_batch(
         "api": api,
         "prometheus_url": prometheus_url,
         "operator": operator,
+        "receiver": receiver,
     }
     with start_together(request, shared, in_group=on_backend_of(cluster)) as batch:
         yield batch
@@ -285,8 +296,8 @@ def act(api: Api, path: str, action: str) -> None:
     assert api.merge(path, patch).status == 200
 
 
-def run_trial(api: Api, namespace: str, prometheus: str) -> dict[str, Any]:
-    path = start(api, namespace, prometheus)
+def run_trial(api: Api, namespace: str, prometheus: str, **spec: Any) -> dict[str, Any]:
+    path = start(api, namespace, prometheus, **spec)
     return wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
 
 
@@ -308,10 +319,46 @@ def candidate_exists(api: Api, namespace: str) -> bool:
     return api.get(path).status == 200
 
 
+def notified(receiver: Receiver, path: str, until: str) -> list[str]:
+    """The events ``path`` received, once the one named ``until`` came."""
+
+    def events() -> list[str] | None:
+        got = [body.get("event") or body.get("text", "").split("*")[1]
+               for at, body in list(receiver.posts) if at == path]  # fmt: skip
+        return got if until in got else None
+
+    found: list[str] = eventually(events, timeout=30)
+    return found
+
+
+def labelled_secret(api: Api, namespace: str, name: str, url: str, readable: bool) -> None:
+    """A Secret holding a webhook URL, opted in for trials to name it when ``readable``."""
+    api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                    "metadata": {"name": namespace}})  # fmt: skip
+    labels = {"acceltrial.dev/trial-readable": "true"} if readable else {}
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": name, "namespace": namespace, "labels": labels},
+              "stringData": {"url": url}}  # fmt: skip
+    assert api.post(f"/api/v1/namespaces/{namespace}/secrets", secret).status == 201
+
+
 @together
-def test_a_good_candidate_is_promoted(api: Api, prometheus_url: str, operator: None) -> None:
-    status = run_trial(api, "promote", prometheus_url)
+def test_a_good_candidate_is_promoted(
+    api: Api, prometheus_url: str, operator: None, receiver: Receiver
+) -> None:
+    labelled_secret(api, "promote", "slack", receiver.url + "/promote/slack", readable=True)
+    labelled_secret(api, "promote", "hidden", receiver.url + "/promote/hidden", readable=False)
+    notifications = [
+        {"name": "hook", "webhook": {"url": receiver.url + "/promote/hook"}},
+        {"name": "chat", "slack": {"webhookSecretRef": {"name": "slack", "key": "url"}}},
+        {"name": "hidden", "webhook": {"urlSecretRef": {"name": "hidden", "key": "url"}}},
+    ]
+    status = run_trial(api, "promote", prometheus_url, notifications=notifications)
     assert status["phase"] == "Promoted", status.get("message")
+    told = ["Started", "StepCompleted", "StepCompleted", "StepCompleted", "Promoted"]
+    assert notified(receiver, "/promote/hook", until="Promoted") == told, "one POST an event"
+    assert notified(receiver, "/promote/slack", until="Promoted") == told
+    assert not any(at == "/promote/hidden" for at, _ in receiver.posts), "a Secret not opted in"
     assert status["decision"]["verdict"] == "promote"
     assert backend_refs(api, "promote") == [
         {**ROUTE, "weight": 0},
@@ -325,10 +372,18 @@ def test_a_good_candidate_is_promoted(api: Api, prometheus_url: str, operator: N
 
 @together
 def test_an_erroring_candidate_is_rolled_back_exactly(
-    api: Api, prometheus_url: str, operator: None
+    api: Api, prometheus_url: str, operator: None, receiver: Receiver
 ) -> None:
-    status = run_trial(api, "regress", prometheus_url)
+    down = {"name": "down", "webhook": {"url": receiver.url + "/regress/down"}}
+    hook = {"name": "hook", "webhook": {"url": receiver.url + "/regress/hook"},
+            "events": ["RolledBack", "Promoted"]}  # fmt: skip
+    receiver.status["/regress/down"] = [500]
+    status = run_trial(api, "regress", prometheus_url, notifications=[down, hook])
     assert status["phase"] == "RolledBack", status.get("message")
+    told = notified(receiver, "/regress/hook", until="RolledBack")
+    assert told == ["RolledBack"], "a receiver that fails holds none"
+    ended = [body for at, body in receiver.posts if at == "/regress/hook"]
+    assert (ended[0]["phase"], ended[0]["reasonCode"]) == ("RolledBack", "CriterionFailed")
     assert "errors: " in status["decision"]["reason"]
     assert status["decision"]["reasonCode"] == "CriterionFailed"
     # At the first step whose requests make the errors decisive: 5%, or a later one when the 5%

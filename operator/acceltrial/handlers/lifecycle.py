@@ -30,11 +30,13 @@ from acceltrial.engine.capacity import (
     release_on_delete,
 )
 from acceltrial.engine.lifecycle import decide
+from acceltrial.engine.notifications import Transition
 from acceltrial.engine.ticks import ClearUserAction, Observation, SetWeight, TickResult
 from acceltrial.engine.undo import on_delete
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
 from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
+from acceltrial.handlers.notify import notify
 from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.specs import valid_spec
 from acceltrial.handlers.trials import TrialIndex
@@ -97,6 +99,8 @@ def _tick(body: kopf.Body, memo: kopf.Memo, on_baselines: TrialIndex, delay: flo
     written = _dump(result.status)
     _write(kube, trial, status_patch(recorded, written), cleared, delay)
     WRITTEN.remember(trial.uid, written)
+    if spec.notifications:
+        notify(kube, trial, spec, Transition(status, result.status, now))
     _export(trial, result.status, observation)
     for event in result.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)

@@ -36,6 +36,13 @@ ANALYSIS_RESULTS = Counter(
     ["namespace", "trial", "criterion", "verdict"],
     registry=REGISTRY,
 )
+NOTIFICATIONS = Counter(
+    "acceltrial_notifications",
+    "Notifications of trials' events, by receiver kind (webhook, slack, sns) and result "
+    "(delivered, failed: after its retries, or refused for good).",
+    ["provider", "result"],
+    registry=REGISTRY,
+)
 RECONCILE_SECONDS = Histogram(
     "acceltrial_reconcile_duration_seconds",
     "Time one tick of a trial takes: observing, deciding, acting.",

@@ -1,4 +1,5 @@
-"""Operator start-up: logging, where kopf keeps its bookkeeping, and the metrics endpoint."""
+"""Operator start-up and shutdown: logging, where kopf keeps its bookkeeping, the metrics
+endpoint; at exit, the notifications still queued."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from kubernetes import client, config
 
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.metrics import serve_metrics
+from acceltrial.handlers.notify import DELIVERIES, FLUSH_SECONDS
 from acceltrial.handlers.peering import configure_peering
 from acceltrial.kube.gateway import Kube
 
@@ -43,6 +45,14 @@ def on_startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: Any, **
     memo.kube = Kube(kubernetes_client(config.workers), timeout_seconds=config.api_timeout_seconds)
     port = serve_metrics(config.metrics_port)
     logger.info("acceltrial metrics on port %d", port)
+
+
+@kopf.on.cleanup()
+def on_cleanup(logger: Any, **_: Any) -> None:
+    """Tell what is queued before the operator exits (a SIGTERM right after a decision), for a
+    bounded time: a receiver that hangs cannot hold the shutdown past it."""
+    if not DELIVERIES.flush(FLUSH_SECONDS):
+        logger.warning("notifications still queued after %gs; the operator exits", FLUSH_SECONDS)
 
 
 def kubernetes_client(workers: int = 1) -> client.ApiClient:

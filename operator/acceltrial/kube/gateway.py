@@ -228,8 +228,12 @@ class Kube:
             _content_type="application/merge-patch+json",
         )  # fmt: skip
 
+    def secret(self, namespace: str, name: str) -> Manifest | None:
+        """A Secret as stored (its data base64-encoded), None when it does not exist."""
+        return _read(self._core.read_namespaced_secret, name, namespace)
+
     def secret_value(self, namespace: str, name: str, key: str) -> str | None:
-        secret = _read(self._core.read_namespaced_secret, name, namespace)
+        secret = self.secret(namespace, name)
         encoded = (secret or {}).get("data", {}).get(key)
         return None if encoded is None else base64.b64decode(encoded).decode()
 

@@ -11,6 +11,7 @@ from acceltrial.api.capacity import CapacitySpec
 from acceltrial.api.durations import Duration
 from acceltrial.api.spec.analysis import AnalysisSpec
 from acceltrial.api.spec.economics import EconomicsSpec
+from acceltrial.api.spec.notifications import Notification
 from acceltrial.api.spec.outcome import PromotionSpec, ReportSpec
 from acceltrial.api.spec.quality import QualitySpec
 from acceltrial.api.spec.traffic import MAX_STEPS, Step, TrafficSpec
@@ -80,6 +81,17 @@ class TrialSpec(ApiModel):
     """A prompt set both variants answer once the candidate is Available, before any user
     request (or mirrored copy) reaches it, and the criteria the candidate's answers must meet
     (docs/quality.md)."""
+    notifications: list[Notification] | None = Field(
+        default=None,
+        max_length=8,
+        json_schema_extra=cel_rules(
+            cel(
+                "self.all(n, self.exists_one(m, m.name == n.name))",
+                "notification names must be unique",
+            )
+        ),
+    )
+    """Who hears of the trial's events: a webhook, Slack or SNS (docs/notifications.md)."""
     report: ReportSpec | None = None
     """Where the decision report goes besides the <trial>-report ConfigMap."""
     progress_deadline: Duration = "10m"

@@ -1,0 +1,1 @@
+"""Where a trial's notifications go: a webhook, a Slack incoming webhook, an SNS topic."""

@@ -152,9 +152,12 @@ def test_p99_and_token_rate_match_the_simulated_profile(
     client, fleet = measured
     per_pod = RPS / 3  # three Ready pods behind one Service
     rates = serve(profile, per_pod)
-    # About 4 standard errors of what 5 s of drawn requests give (1000 to 2000 requests).
+    # A p99 of 1000 drawn requests has a standard error of about 4% here, 5% when a busy
+    # machine leaves three scrapes, 3 s of requests, in the 5 s window; histogram buckets 10%
+    # apart add up to 5% of interpolation: 4 standard errors and the buckets, 0.25 (a CI run
+    # read 2.39 for the candidate's 2.0, 0.195 off).
     p99 = query(client, fleet, "latency_p99", variant)
-    assert p99 == pytest.approx(rates.latency_quantile(0.99), rel=0.15)
+    assert p99 == pytest.approx(rates.latency_quantile(0.99), rel=0.25)
     tokens = query(client, fleet, "token_rate", variant)
     assert tokens == pytest.approx(replicas * rates.succeeded * GENERATED, rel=0.15)
     # Averaged over the window as the cost model reads it: one scrape's gauge follows the last

@@ -15,10 +15,11 @@ from acceltrial.api.spec.quality import QualitySpec
 from acceltrial.api.status import TrialStatus
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.ticks import DeployCandidate
-from acceltrial.handlers.quality import prompt_set, run_quality_check
+from acceltrial.handlers.quality import run_quality_check
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube
+from acceltrial.providers.quality.services import prompt_set
 from acceltrial_testbed.sandbox.cluster import Sandbox
 from acceltrial_testbed.sandbox.fleet.model_server import ModelServers, model_endpoint
 from acceltrial_testbed.sandbox.topology import load_topology
@@ -75,7 +76,7 @@ def test_a_missing_config_map_is_named_with_the_key_to_create(
     api: Api, kube: Kube, namespace: str
 ) -> None:
     snapshot, _ = snapshot_of(api, kube, namespace)
-    assert prompt_set(snapshot, quality_of(snapshot)) == (
+    assert prompt_set(snapshot.kube, snapshot.namespace, quality_of(snapshot)) == (
         f"quality.prompts.configMapRef: ConfigMap {namespace}/prompts not found; create it "
         "with the prompt set under key set.jsonl"
     )
@@ -84,7 +85,7 @@ def test_a_missing_config_map_is_named_with_the_key_to_create(
 def test_a_missing_key_names_the_keys_there(api: Api, kube: Kube, namespace: str) -> None:
     store(api, namespace, {"other.jsonl": PROMPTS})
     snapshot, _ = snapshot_of(api, kube, namespace)
-    said = prompt_set(snapshot, quality_of(snapshot))
+    said = prompt_set(snapshot.kube, snapshot.namespace, quality_of(snapshot))
     assert isinstance(said, str)
     assert said.endswith("has no key set.jsonl (its keys: other.jsonl)")
 
@@ -92,7 +93,7 @@ def test_a_missing_key_names_the_keys_there(api: Api, kube: Kube, namespace: str
 def test_an_unreadable_line_is_named_by_its_number(api: Api, kube: Kube, namespace: str) -> None:
     store(api, namespace, {"set.jsonl": PROMPTS + '{"promt": "typo"}\n'})
     snapshot, _ = snapshot_of(api, kube, namespace)
-    said = prompt_set(snapshot, quality_of(snapshot))
+    said = prompt_set(snapshot.kube, snapshot.namespace, quality_of(snapshot))
     assert isinstance(said, str)
     assert "key set.jsonl: line 4: unknown key 'promt'" in said
 

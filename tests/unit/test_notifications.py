@@ -322,3 +322,21 @@ def test_sns_refusing_the_topic_is_not_retried(monkeypatch: pytest.MonkeyPatch) 
     with mock_aws(), pytest.raises(DeliveryError) as refused:
         SnsTopic("arn:aws:sns:eu-west-1:123456789012:missing").deliver({"event": "Failed"})
     assert not refused.value.temporary
+
+
+def test_a_receivers_thread_ends_when_idle_and_comes_back_for_the_next_event(
+    receiver: Receiver,
+) -> None:
+    deliveries = Deliveries(sleep=lambda _: None, idle=0.1)
+    spec = hooks("/idle", url=receiver.url)
+    started = (TrialStatus(phase="Preflight"), TrialStatus(phase="Progressing", step=0))
+    deliveries_of(spec, deliveries, *started)
+    assert deliveries.flush(10)
+    deadline = time.monotonic() + 5
+    while deliveries._queues and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert deliveries._queues == {}, "an ended trial's receiver holds no thread"
+    deliveries_of(spec, deliveries, TrialStatus(phase="Progressing", step=1),
+                  TrialStatus(phase="Promoted", step=1))  # fmt: skip
+    assert deliveries.flush(10)
+    assert [body["event"] for _, body in receiver.posts] == ["Started", "Promoted"]

@@ -4,7 +4,6 @@ it. Pure: statuses in, plain JSON out; delivering it is a provider's business.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -138,7 +137,3 @@ def _step(body: Payload) -> str:
     if not step:
         return ""
     return f", step {step}/{body['steps']}" + (f" at {weight}%" if weight is not None else "")
-
-
-def notifications_for(spec: TrialSpec, event: NotificationEvent) -> Sequence[Notification]:
-    return [n for n in spec.notifications or [] if wanted(n, event)]

@@ -37,6 +37,8 @@ ATTEMPTS = 4
 BACKOFF_SECONDS = 1.0
 """Wait before the second try; doubled before each next (1, 2, 4 s: a receiver down for a few
 seconds still gets the event, one down for good costs its thread about 30 s an event)."""
+IDLE_SECONDS = 60.0
+"""A receiver's thread ends after this long without an event (a new one starts it again)."""
 FLUSH_SECONDS = 20.0
 """How long the operator waits at exit for queued notifications."""
 
@@ -60,6 +62,7 @@ class Deliveries:
 
     sleep: Callable[[float], None] = time.sleep
     backoff: float = BACKOFF_SECONDS
+    idle: float = IDLE_SECONDS
     _queues: dict[str, queue.Queue[Delivery]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _pending: int = 0
@@ -68,24 +71,34 @@ class Deliveries:
     def submit(self, key: str, delivery: Delivery) -> None:
         with self._idle:
             self._pending += 1
-        with self._lock:
+        with self._lock:  # put under the lock: a thread leaving idle removes its queue under it
             waiting = self._queues.get(key)
             if waiting is None:
                 waiting = self._queues[key] = queue.Queue()
                 name = f"notify-{key}"[:60]
-                threading.Thread(
-                    target=self._serve, args=(waiting,), name=name, daemon=True
-                ).start()
-        waiting.put(delivery)
+                thread = threading.Thread(
+                    target=self._serve, args=(key, waiting), name=name, daemon=True
+                )
+                thread.start()
+            waiting.put(delivery)
 
     def flush(self, timeout: float = FLUSH_SECONDS) -> bool:
         """Wait until every queued delivery is done, at most ``timeout`` seconds; True if so."""
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
-    def _serve(self, waiting: queue.Queue[Delivery]) -> None:
+    def _serve(self, key: str, waiting: queue.Queue[Delivery]) -> None:
+        """Deliver ``key``'s events in order; end after ``idle`` seconds without one, so an
+        ended trial's receivers hold no thread."""
         while True:
-            delivery = waiting.get()
+            try:
+                delivery = waiting.get(timeout=self.idle)
+            except queue.Empty:
+                with self._lock:
+                    if waiting.empty():
+                        del self._queues[key]
+                        return
+                continue
             try:
                 self._deliver(delivery)
             finally:

@@ -7,29 +7,22 @@ from __future__ import annotations
 
 from acceltrial.api.spec.quality import QualitySpec
 from acceltrial.engine.quality.check import QualityCheck
-from acceltrial.engine.quality.prompts import Prompt
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Manifest
 from acceltrial.providers.quality.check import QualityRun
 from acceltrial.providers.quality.openai import OpenAiClient
-from acceltrial.providers.quality.services import prompt_set as read_prompt_set
-from acceltrial.providers.quality.services import service_port, service_url
+from acceltrial.providers.quality.services import prompt_set, service_port, service_url
 
 TIMEOUT_SECONDS = 30.0
 """Per request: a 64-token greedy answer takes well under a second on a warm server."""
-
-
-def prompt_set(snapshot: TickSnapshot, settings: QualitySpec) -> list[Prompt] | str:
-    """The prompts of ``quality.prompts.configMapRef``, or why they cannot be used."""
-    return read_prompt_set(snapshot.kube, snapshot.namespace, settings)
 
 
 def run_quality_check(snapshot: TickSnapshot) -> QualityCheck:
     """Both variants' answers to the prompt set, compared."""
     settings = snapshot.spec.quality
     assert settings is not None  # only run when the spec asks for it
-    prompts = prompt_set(snapshot, settings)
+    prompts = prompt_set(snapshot.kube, snapshot.namespace, settings)
     if isinstance(prompts, str):
         return QualityCheck(problem=prompts)
     service = snapshot.baseline_service

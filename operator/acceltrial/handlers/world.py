@@ -33,12 +33,13 @@ from acceltrial.handlers.capacity import capacity_need, capacity_provider
 from acceltrial.handlers.executor import Executor
 from acceltrial.handlers.lazy import lazy
 from acceltrial.handlers.neuron import neuron_preflight, observe_compile
-from acceltrial.handlers.quality import prompt_set, run_quality_check
+from acceltrial.handlers.quality import run_quality_check
 from acceltrial.handlers.report_writer import write_report
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.capacity.karpenter import NODEPOOL_LABEL
 from acceltrial.providers.capacity.port import CapacityProvider
+from acceltrial.providers.quality.services import prompt_set
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.registry import RouterContext, router_for
 
@@ -210,7 +211,7 @@ class TrialWorld:
         neuron_problems, neuron_waits = neuron_preflight(self.snapshot.nodes, self.spec)
         problems += tuple(neuron_problems)
         if self.spec.quality is not None:
-            prompts = prompt_set(self.snapshot, self.spec.quality)
+            prompts = prompt_set(self.kube, self.trial.namespace, self.spec.quality)
             problems += (prompts,) if isinstance(prompts, str) else ()
         return problems, waits + tuple(neuron_waits)
 

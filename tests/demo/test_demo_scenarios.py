@@ -1,14 +1,14 @@
 """Every shipped scenario through ``acceltrial demo --scenario NAME``, as a user runs it: it must
 end as its ``expect`` says, leave routing as the trial left it, and leave no process behind.
 
-All of them run on a busy machine (a CPU hog on one core, see ``load.py``), and the flagship
-``promote`` scenario runs ``PROMOTE_RUNS`` times (10 in CI, 3 otherwise;
+All of them run on a busy machine (several demos at a time on few cores, see ``load.py``), and
+the flagship ``promote`` scenario runs ``PROMOTE_RUNS`` times (10 in CI, 3 otherwise;
 ``ACCELTRIAL_PROMOTE_RUNS`` overrides it): a decision that flips with the machine's load is a bug.
 
 A demo spends most of its minute waiting for its steps, so the module starts every demo its
 selected tests need at once, at most ``DEMO_CONCURRENCY`` at a time (4;
 ``ACCELTRIAL_DEMO_CONCURRENCY`` overrides it), each a process of its own with its own control
-plane, Prometheus and operator, all beside the hog; each test then waits for its own demo. The
+plane, Prometheus and operator; each test then waits for its own demo. The
 concurrent demos are load on one another too: the flagship's runs overlap every other scenario.
 
 In CI every scenario runs once on the real control plane (``--control-plane real``; CI fails
@@ -41,7 +41,7 @@ from acceltrial.providers.pricing.catalog import bundled_catalog
 from acceltrial_testbed.sandbox.realplane.binaries import binaries_available
 from tests.cli.browser import screenshot
 from tests.conftest import REPO, TOOLS_BIN
-from tests.demo.load import cpu_hog
+from tests.demo.load import sampled_load
 from tests.demo.test_scenario_files import SHIPPED
 from tests.sandbox.conftest import require_real_control_plane
 
@@ -117,8 +117,8 @@ def demos(
     root = tmp_path_factory.mktemp("demos")
     # The longest first: the real control plane's scenarios, then the flagship's runs between.
     order = sorted(work, key=lambda key: work[key].control_plane != "real")
-    # Started at once, DEMO_CONCURRENCY at a time beside the CPU hog; each test waits for its own.
-    with cpu_hog() as load, ThreadPoolExecutor(DEMO_CONCURRENCY, "demo") as pool:
+    # Started at once, DEMO_CONCURRENCY at a time; each test waits for its own.
+    with sampled_load() as load, ThreadPoolExecutor(DEMO_CONCURRENCY, "demo") as pool:
 
         def timed(key: str) -> Ran:
             demo = work[key]
@@ -169,7 +169,7 @@ def test_promote_ends_promoted_every_time_on_a_busy_machine(
     promoted = PROMOTE_RUNS - len(problems)
     with capsys.disabled():
         print(f"\npromote: {promoted} of {PROMOTE_RUNS} runs promoted, {DEMO_CONCURRENCY} demos "
-              f"at a time beside a CPU hog")  # fmt: skip
+              f"at a time")  # fmt: skip
     assert not problems, problems
 
 

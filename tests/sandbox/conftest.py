@@ -4,11 +4,14 @@ The client is deliberately dumb (urllib, JSON in and out) so the tests exercise 
 HTTP surface exactly as any Kubernetes client would.
 
 Every test that uses the ``cluster`` fixture (directly or through ``api`` and ``kubectl``) runs
-against both backends: the emulator (``[emulator]``) and the real control plane (``[real]``,
-one per session, reset after each test). Mark a test ``@pytest.mark.emulator_only`` when it
-reads the emulator's internals; ``@pytest.mark.known_difference(reason)`` marks where the
-emulator's behaviour differs from the real server's (the emulator's run is then expected to
-fail; the list is in docs/sandbox.md).
+against one Kubernetes: the real control plane (``[real]``, one per session, reset after each
+test) when it is built, as always in CI; the emulator (``[emulator]``) on a machine without the
+build. ``ACCELTRIAL_EMULATOR_FIDELITY=1`` runs each on both, to check the emulator against the
+real server after a change to it (the emulator is frozen to what ``make demo`` needs without Go).
+Mark a test ``@pytest.mark.emulator_only`` when it reads the emulator's internals: it runs on the
+emulator always; ``@pytest.mark.known_difference(reason)`` marks where the emulator's behaviour
+differs from the real server's (the emulator's run is then expected to fail; the list is in
+docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ import pytest
 
 from acceltrial_testbed.sandbox.access import Access
 from acceltrial_testbed.sandbox.cluster import Sandbox
-from acceltrial_testbed.sandbox.realplane.binaries import MissingBinaries, find_binaries
+from acceltrial_testbed.sandbox.realplane.binaries import (
+    MissingBinaries,
+    binaries_available,
+    find_binaries,
+)
 from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.conftest import tool
 
@@ -129,8 +136,19 @@ def _decode(body: bytes) -> Any:
         return body.decode(errors="replace")
 
 
+def contract_backends() -> list[str]:
+    """Where a contract test runs: the real control plane when built (always in CI), else the
+    emulator; both with ``ACCELTRIAL_EMULATOR_FIDELITY=1``."""
+    if os.environ.get("ACCELTRIAL_EMULATOR_FIDELITY") == "1":
+        return ["emulator", "real"]
+    if os.environ.get("CI") or binaries_available():
+        return ["real"]
+    return ["emulator"]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Run each test that uses a cluster on both backends (emulator-only tests on one)."""
+    """Run each test that uses a cluster on the backends of ``contract_backends`` (emulator-only
+    tests on the emulator)."""
     if "backend" not in metafunc.fixturenames:
         return
     emulator = pytest.param("emulator")
@@ -141,8 +159,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
     if metafunc.definition.get_closest_marker("emulator_only") is not None:
         metafunc.parametrize("backend", [emulator])
-    else:
-        metafunc.parametrize("backend", [emulator, pytest.param("real", marks=pytest.mark.slow)])
+        return
+    params = {"emulator": emulator, "real": pytest.param("real", marks=pytest.mark.slow)}
+    metafunc.parametrize("backend", [params[name] for name in contract_backends()])
 
 
 @pytest.fixture(scope="session")

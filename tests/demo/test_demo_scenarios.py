@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,7 +41,9 @@ import yaml
 from acceltrial.api.spec import EconomicsSpec
 from acceltrial.engine.economics import Throughput, VariantInput, compare
 from acceltrial.providers.pricing.catalog import bundled_catalog
+from acceltrial_testbed.sandbox.prometheus import PrometheusServer, find_prometheus
 from acceltrial_testbed.sandbox.realplane.binaries import binaries_available
+from tests.chart.test_monitoring import dashboard_queries
 from tests.cli.browser import screenshot
 from tests.conftest import REPO, TOOLS_BIN
 from tests.demo.load import sampled_load
@@ -58,6 +63,9 @@ ACCELTRIAL_E2E_REAL=1)."""
 SCENARIO_TEST = "test_the_scenario_ends_as_expected_on_a_busy_machine"
 FLAGSHIP_TEST = "test_promote_ends_promoted_every_time_on_a_busy_machine"
 CAPPED_TEST = "test_without_scaling_for_production_the_same_scenario_fails_the_bake"
+DASHBOARD_TEST = "test_every_dashboard_query_returns_data_from_a_demos_prometheus"
+KEPT = "kept.json"
+"""Where the flagship's first run says which folder the demo kept, and when the demo ended."""
 
 
 def control_plane_for(name: str) -> str:
@@ -86,6 +94,8 @@ class Ran:
     problem: str | None
     seconds: float
     load: str
+    kept: Path | None = None
+    """``KEPT`` in the demo's folder, when its check kept the demo's data."""
 
 
 Demos = dict[str, Future[Ran]]
@@ -101,6 +111,8 @@ def demos_to_run(selected: set[str]) -> dict[str, Demo]:
     if FLAGSHIP_TEST in selected:
         for run in range(1, PROMOTE_RUNS + 1):
             work[f"promote-run-{run}"] = Demo(run_and_check, "promote", "emulator")
+    if DASHBOARD_TEST in selected:  # the flagship's first run keeps its Prometheus data
+        work["promote-run-1"] = Demo(run_check_and_keep, "promote", "emulator")
     if CAPPED_TEST in selected:
         work["capped"] = Demo(run_capped, "scale-for-production", "emulator")
     return work
@@ -124,7 +136,9 @@ def demos(
             demo = work[key]
             since, started = len(load.samples), time.monotonic()
             problem = demo.check(demo.scenario, root / key, demo.control_plane)
-            return Ran(problem, time.monotonic() - started, load.summary(since))
+            kept = root / key / KEPT
+            seconds = time.monotonic() - started
+            return Ran(problem, seconds, load.summary(since), kept if kept.exists() else None)
 
         futures = {key: pool.submit(timed, key) for key in order}
         try:
@@ -173,6 +187,49 @@ def test_promote_ends_promoted_every_time_on_a_busy_machine(
     assert not problems, problems
 
 
+def test_every_dashboard_query_returns_data_from_a_demos_prometheus(demos: Demos) -> None:
+    """The chart's Grafana dashboard against what a demo's Prometheus scraped from the operator
+    (as the chart's ServiceMonitor has it scraped): every panel's query answers with a series."""
+    ran = demos["promote-run-1"].result()
+    assert ran.problem is None, ran.problem
+    kept = json.loads(ran.kept.read_text()) if ran.kept else None
+    assert kept is not None, "the demo's folder was not kept"
+    folder = Path(kept["folder"])
+    prometheus = PrometheusServer(find_prometheus(), folder / "prometheus", []).start()
+    try:
+        empty = {
+            title: query
+            for title, query in dashboard_queries().items()
+            if not instant_query(prometheus.url, query, kept["ended"] - 2)
+        }
+    finally:
+        prometheus.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not empty, f"dashboard queries with no series at the demo's end: {empty}"
+
+
+def instant_query(url: str, query: str, at: float) -> list[Any]:
+    request = f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": query, "time": at})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        body = json.loads(reply.read())
+    assert body["status"] == "success", body
+    return list(body["data"]["result"])
+
+
+def run_check_and_keep(name: str, folder: Path, control_plane: str) -> str | None:
+    """``run_and_check`` with ``--keep``: the demo's folder (its Prometheus data) stays, and
+    ``KEPT`` in ``folder`` says where it is and when the demo ended."""
+    problem = run_and_check(name, folder, control_plane, "--keep")
+    told = KEPT_FOLDER.search((folder / "stdout.txt").read_text())
+    if told is not None:
+        kept = {"folder": told.group(1), "ended": (folder / "stdout.txt").stat().st_mtime}
+        (folder / KEPT).write_text(json.dumps(kept))
+    return problem
+
+
+KEPT_FOLDER = re.compile(r"logs and Prometheus data kept in (\S+)")
+
+
 def demo_command(scenario: str, result_file: Path, control_plane: str) -> list[str]:
     return [sys.executable, "-m", "acceltrial.cli.main", "demo", "--scenario", scenario,
             "--result-file", str(result_file), "--control-plane", control_plane]  # fmt: skip
@@ -185,12 +242,13 @@ def run_demo(command: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def run_and_check(name: str, folder: Path, control_plane: str) -> str | None:
+def run_and_check(name: str, folder: Path, control_plane: str, *more: str) -> str | None:
     """Run the scenario as a user does; what went wrong, or None when all is as expected."""
     folder.mkdir(parents=True, exist_ok=True)
     result_file = folder / "result.json"
     command = demo_command(name, result_file, control_plane)
-    done = run_demo([*command, "--report-dir", str(folder / "report")])
+    done = run_demo([*command, "--report-dir", str(folder / "report"), *more])
+    (folder / "stdout.txt").write_text(done.stdout)
     seed = drawn_with(result_file)
     if done.returncode != 0 or "matched" not in done.stdout:
         return f"exit {done.returncode}{seed}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"

@@ -35,7 +35,13 @@ from acceltrial.engine.ticks import ClearUserAction, Observation, SetWeight, Tic
 from acceltrial.engine.undo import on_delete
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
-from acceltrial.handlers.metrics import ANALYSIS_RESULTS, RECONCILE_SECONDS, record_trial
+from acceltrial.handlers.metrics import (
+    ANALYSIS_RESULTS,
+    MEASUREMENTS,
+    RECONCILE_SECONDS,
+    record_costs,
+    record_trial,
+)
 from acceltrial.handlers.notify import notify
 from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.specs import valid_spec
@@ -266,7 +272,9 @@ def status_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 def _export(trial: TrialRef, status: TrialStatus, observation: Observation) -> None:
     phase = status.phase or "Pending"
     record_trial(trial.namespace, trial.name, phase, status.canary_weight or 0, PHASES)
+    record_costs(trial.namespace, trial.name, status.economics)
     if observation.measurement is not None:
+        MEASUREMENTS.labels(trial.namespace, trial.name, observation.measurement.outcome).inc()
         for result in observation.measurement.results:
             ANALYSIS_RESULTS.labels(
                 trial.namespace, trial.name, result.criterion, result.verdict

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import yaml
 
@@ -66,6 +66,7 @@ from acceltrial_testbed.sandbox.prometheus import (
     PrometheusServer,
     find_prometheus,
 )
+from acceltrial_testbed.sandbox.realplane.plane import free_port
 from acceltrial_testbed.sandbox.topology import Topology, load_topology
 
 TICK_SECONDS = 0.5
@@ -262,7 +263,8 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
         fleet = Fleet(sandbox.access, _fleet_spec(run, options.speed)).start()
         stack.callback(fleet.stop)
         metrics_url = stack.enter_context(metrics_endpoint(fleet))
-        jobs = serve_exporters(fleet.node_exporters(), stack)
+        operator_port = free_port()  # the chart's ServiceMonitor scrapes the operator alike
+        jobs = [*serve_exporters(fleet.node_exporters(), stack), operator_job(operator_port)]
         prometheus = PrometheusServer(
             prometheus_binary,
             run.folder / "prometheus",
@@ -277,10 +279,10 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
         run.say(
             f"Prometheus at {prometheus.url}, scraping the simulated fleet every 1s "
             "(dcgm-exporter and neuron-monitor through ServiceMonitor-style jobs, one target "
-            "per node)"
+            "per node) and the operator's own metrics"
         )
         models, model_env = serve_models(run.scenario, sandbox.access, stack)
-        operator = _start_operator(run, sandbox, model_env)
+        operator = _start_operator(run, sandbox, model_env, operator_port)
         stack.callback(_stop, operator)
         run.say(f"operator started (kopf run -m acceltrial.handlers, pid {operator.pid})")
         _install_baseline(run, client)
@@ -361,8 +363,14 @@ def _fleet_spec(run: Run, speed: float) -> FleetSpec:
     )
 
 
+def operator_job(port: int) -> dict[str, Any]:
+    """The scrape job of the operator's /metrics (job ``acceltrial``), as the chart's
+    ServiceMonitor (monitoring.serviceMonitor) makes one: its dashboard reads these."""
+    return {"job_name": "acceltrial", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+
+
 def _start_operator(
-    run: Run, sandbox: LocalCluster, settings: dict[str, str]
+    run: Run, sandbox: LocalCluster, settings: dict[str, str], metrics_port: int
 ) -> subprocess.Popen[bytes]:
     """The operator as the chart runs it, limited to the scenario's namespace."""
     env = (
@@ -370,7 +378,7 @@ def _start_operator(
         | settings
         | {
             "KUBECONFIG": str(sandbox.kubeconfig),
-            "ACCELTRIAL_METRICS_PORT": "0",
+            "ACCELTRIAL_METRICS_PORT": str(metrics_port),
             "ACCELTRIAL_TICK_SECONDS": str(TICK_SECONDS),
             "ACCELTRIAL_LOG_LEVEL": "INFO",
             # Pricing comes from the bundled catalog; nothing should reach out to AWS.

@@ -2,7 +2,8 @@
 # Builds the upstream Kubernetes control plane that the tests run against, into .tools/bin:
 # kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes), etcd
 # (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok, which plays the kubelet), and puts the
-# Gateway API standard-channel CRDs (sigs.k8s.io/gateway-api) into .tools/share/gateway-api and
+# Gateway API standard-channel CRDs (sigs.k8s.io/gateway-api) and the Inference Extension's v1
+# InferencePool CRD (sigs.k8s.io/gateway-api-inference-extension) into .tools/share/gateway-api and
 # kwok's stages (how nodes and pods move through their lifecycle) into .tools/share/kwok.
 #
 # Everything comes from the Go module proxy through the ordinary `go` command; the versions are
@@ -17,6 +18,8 @@ wrapper="$root/testbed/controlplane"
 stamp="$bin/.control-plane.stamp"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
 GATEWAY_API_VERSION=v1.6.3
+INFERENCE_EXTENSION_VERSION=v1.6.0
+POOL_CRD=inference.networking.k8s.io_inferencepools.yaml
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly  # never rewrite the wrappers
 nice_cmd=(nice -n "${CONTROL_PLANE_NICE:-15}")
@@ -32,7 +35,7 @@ all_built=true
 for name in "${binaries[@]}"; do
   [ -x "$bin/$name" ] || all_built=false
 done
-if $all_built && [ -d "$share/gateway-api" ] && [ -f "$share/kwok/stages.yaml" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
+if $all_built && [ -f "$share/gateway-api/$POOL_CRD" ] && [ -f "$share/kwok/stages.yaml" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
   exit 0
 fi
 mkdir -p "$bin" "$share"
@@ -85,6 +88,13 @@ for crd in "$gateway_dir"/config/crd/standard/*.yaml; do
     chmod u+w "$share/gateway-api/$(basename "$crd")"
   fi
 done
+
+echo "control-plane: Gateway API Inference Extension $INFERENCE_EXTENSION_VERSION InferencePool CRD"
+inference_dir=$(cd "$scratch" &&
+  go mod download -json "sigs.k8s.io/gateway-api-inference-extension@$INFERENCE_EXTENSION_VERSION" |
+  sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+cp "$inference_dir/config/crd/bases/$POOL_CRD" "$share/gateway-api/"
+chmod u+w "$share/gateway-api/$POOL_CRD"
 
 "$bin/kube-apiserver" --version
 "$bin/etcd" --version | sed -n 1p  # sed reads it all: head would SIGPIPE etcd (pipefail)

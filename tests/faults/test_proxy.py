@@ -14,7 +14,8 @@ import pytest
 from bench.faultproxy import WATCH_DROP_SECONDS, FaultProxy, Schedule, proxied
 from kubernetes import config
 
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.providers.metrics.prometheus import (
     PrometheusBusy,
     PrometheusClient,

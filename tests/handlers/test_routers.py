@@ -10,7 +10,8 @@ import pytest
 from acceltrial.api.status import GatewayApiOriginal, ReplicasOriginal, TrialStatus
 from acceltrial.engine.ticks import DeployCandidate
 from acceltrial.handlers.world import TrialWorld
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.providers.routing.gatewayapi import TRIAL_ANNOTATION, GatewayApiRouter
 from acceltrial.providers.routing.port import RoutingProblem
 from acceltrial.providers.routing.registry import ROUTERS

@@ -15,7 +15,7 @@ from acceltrial.engine.analysis import MeasurementWindow
 from acceltrial.engine.metrics import MetricRequest, OwnQuery, Variant, VariantTarget
 from acceltrial.handlers.config import ConfigError, config_from_env
 from acceltrial.handlers.retries import backoff_seconds
-from acceltrial.kube.gateway import request_target
+from acceltrial.kube.calls import request_target
 from acceltrial.providers.metrics.port import NO_RETRY, Retry, collect
 from acceltrial.providers.metrics.prometheus import (
     BadResponse,

@@ -40,7 +40,9 @@ def encoded(value: str) -> str:
 
 
 def secret(name: str, **data: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+    """A Secret opted in to be named by trials (docs/security.md)."""
+    metadata = {"name": name, "labels": {"acceltrial.dev/trial-readable": "true"}}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata,
             "data": {k: encoded(v) for k, v in data.items()}}  # fmt: skip
 
 

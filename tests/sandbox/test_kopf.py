@@ -4,8 +4,10 @@ deletion until the delete handler ran; nothing fires twice because of replayed e
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +25,7 @@ from acceltrial.api.trial import GROUP, PLURAL, VERSION
 from acceltrial.handlers.startup import configure
 from acceltrial_testbed.sandbox.access import EMULATOR_TOKEN, Access
 from tests.conftest import EXAMPLES, REPO
+from tests.integration.http_stub import http_server
 from tests.sandbox.conftest import Api, Backend, eventually
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -257,3 +260,66 @@ def test_the_operator_as_a_kopf_run_subprocess_admits_trials(
         # The operator is gone: release its finalizer, or the trial (and on the real server its
         # namespace and CRD) would wait for it forever.
         api.merge(path, {"metadata": {"finalizers": None}})
+
+
+def test_an_operator_stopped_right_after_a_decision_still_tells_it(
+    cluster: Backend, api: Api, tmp_path: Path
+) -> None:
+    """SIGTERM while a trial's final notification is on its way: the real operator (``kopf
+    run``) waits for it (at most 20 s, the cleanup handler's flush) before it exits, so the
+    receiver hears of the decision and the operator logs it delivered."""
+    install_crd(api)
+    api.post(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}})
+    arrived = threading.Event()
+    bodies: list[dict[str, Any]] = []
+
+    def slow_receiver(_handler: object, body: bytes) -> tuple[int, bytes]:
+        bodies.append(json.loads(body))
+        arrived.set()
+        time.sleep(HELD_SECONDS)  # the POST is still in flight when SIGTERM comes
+        return 200, b"{}"
+
+    with http_server(slow_receiver) as url:
+        trial = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
+        trial["spec"]["candidate"].pop("compiledArtifacts")
+        # No baseline Deployment: preflight fails the trial on its first tick.
+        trial["spec"]["notifications"] = [{"name": "hook", "webhook": {"url": url}}]
+        api.post(TRIALS, trial)
+        log = tmp_path / "operator.log"
+        process = start_operator(cluster, tmp_path, log)
+        path = f"{TRIALS}/{trial['metadata']['name']}"
+        try:
+            assert arrived.wait(120), f"no notification arrived:\n{log.read_text()[-3000:]}"
+            process.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            assert process.wait(timeout=40) == 0
+            waited = time.monotonic() - stopped
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            api.merge(path, {"metadata": {"finalizers": None}})
+    assert [b["event"] for b in bodies] == ["Failed"]
+    assert bodies[0]["phase"] == "Failed"
+    assert "llama3-8b-inf2 hook (Failed) delivered" in log.read_text(), log.read_text()[-3000:]
+    assert waited < 20 + HELD_SECONDS, "the flush is bounded"
+
+
+HELD_SECONDS = 3.0
+
+
+def start_operator(cluster: Backend, home: Path, log: Path) -> subprocess.Popen[bytes]:
+    """``kopf run -m acceltrial.handlers`` as the chart runs it, logging into ``log``."""
+    env = os.environ | {
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "ACCELTRIAL_METRICS_PORT": "0",
+        "ACCELTRIAL_TICK_SECONDS": "1",
+        "ACCELTRIAL_LOG_LEVEL": "INFO",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "HOME": str(home),
+    }
+    command = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone"]
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [*command, "--all-namespaces"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import config
 
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from tests.sandbox.conftest import Backend
 
 

@@ -12,7 +12,8 @@ from kubernetes import config
 
 from acceltrial.api.report import TIMELINE_LIMIT, Point, Report, read_report
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.providers.reports.configmap import REPORT_MAX_BYTES, ConfigMapReports, fitted
 from tests.sandbox.conftest import CONFIGMAPS, Api, Backend, Reply, configmap, eventually
 from tests.unit.test_long_report import run

@@ -19,7 +19,8 @@ from typing import Any
 
 from kubernetes import client
 
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from tests.chart.test_chart import grants, render
 from tests.conftest import REPO
 
@@ -31,7 +32,7 @@ KOPF = {
     "/namespaces": {"list", "watch"},
     "/events": {"create"},
 }
-KINDS = ("Deployment", "Service", "ConfigMap", "Job")
+KINDS = ("Deployment", "Service", "ConfigMap", "Job", "InferencePool")
 
 
 class Recorder(client.ApiClient):  # type: ignore[misc]
@@ -137,7 +138,10 @@ def operator_calls() -> dict[str, set[str]]:
 
 
 def test_the_recorder_sees_every_gateway_method_the_operator_uses() -> None:
-    assert {"apply", "set_route_rules", "secret_value", "release", "scale"} <= (operator_methods())
+    assert {"apply", "set_route_rules", "secret", "release", "scale"} <= operator_methods()
+    assert {"inference_pool", "apply_inference_pool", "delete_inference_pool"} <= (
+        operator_methods()
+    )
     assert "trial" in operator_methods(), "a tick reads its trial when kopf's copy is behind"
 
 

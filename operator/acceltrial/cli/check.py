@@ -40,7 +40,7 @@ from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_na
 from acceltrial.engine.metric_check import Answer, answers, plan_check
 from acceltrial.engine.metrics import Variant, VariantTarget
 from acceltrial.engine.targets import baseline_pods, variant_target
-from acceltrial.kube.gateway import KubeError
+from acceltrial.kube.calls import KubeError
 from acceltrial.providers.metrics.factory import (
     MissingSecret,
     ResolvedSecrets,

@@ -16,7 +16,8 @@ from acceltrial.api.actions import ACTION_ANNOTATION, USER_ACTIONS
 from acceltrial.api.report import UnreadableReport, read_report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.engine.routing import share_text
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.pages import progress_bar as progress
 from acceltrial.pages.render import html_page, markdown
 

@@ -74,9 +74,15 @@ def candidate_labels(trial: TrialRef) -> dict[str, str]:
 
 
 def derive_deployment(
-    baseline: Manifest, baseline_service: Manifest | None, spec: TrialSpec, trial: TrialRef
+    baseline: Manifest,
+    baseline_service: Manifest | None,
+    spec: TrialSpec,
+    trial: TrialRef,
+    unselected: frozenset[str] = frozenset(),
 ) -> Manifest:
-    """The candidate Deployment, derived from the baseline Deployment."""
+    """The candidate Deployment, derived from the baseline Deployment; its pods carry none of
+    the labels ``unselected`` names (the router's, which would put them in the baseline's
+    backend)."""
     template = copy.deepcopy(baseline.get("spec", {}).get("template") or {})
     if not template.get("spec", {}).get("containers"):
         raise DerivationError(
@@ -86,7 +92,7 @@ def derive_deployment(
     _swap_model_container(pod, spec)
     _pin_to_neuron_nodes(pod, spec.candidate.instance_type)
     template["metadata"] = _pod_metadata(
-        template.get("metadata") or {}, baseline_service, spec, trial
+        template.get("metadata") or {}, baseline_service, spec, trial, unselected
     )
     if spec.candidate.pod_template_patch:
         template = merge_patch(template, spec.candidate.pod_template_patch)
@@ -99,7 +105,7 @@ def derive_deployment(
             "namespace": trial.namespace,
             "labels": candidate_labels(trial),
             "annotations": {DERIVED_FROM: baseline["metadata"]["name"]},
-            "ownerReferences": [_owner(trial)],
+            "ownerReferences": [owner_reference(trial)],
         },
         "spec": {
             "replicas": spec.candidate.replicas,
@@ -130,7 +136,7 @@ def derive_service(baseline_service: Manifest, trial: TrialRef) -> Manifest:
             "name": candidate_name(trial),
             "namespace": trial.namespace,
             "labels": candidate_labels(trial),
-            "ownerReferences": [_owner(trial)],
+            "ownerReferences": [owner_reference(trial)],
         },
         "spec": {"type": "ClusterIP", "selector": candidate_labels(trial), "ports": ports},
     }
@@ -201,20 +207,27 @@ def _pin_to_neuron_nodes(pod: Manifest, instance_type: str) -> None:
 
 
 def _pod_metadata(
-    metadata: Manifest, baseline_service: Manifest | None, spec: TrialSpec, trial: TrialRef
+    metadata: Manifest,
+    baseline_service: Manifest | None,
+    spec: TrialSpec,
+    trial: TrialRef,
+    unselected: frozenset[str],
 ) -> Manifest:
     labels = dict(metadata.get("labels") or {})
     if spec.traffic.router == "gatewayapi" and baseline_service is not None:
         # Keep the baseline Service from selecting the candidate's pods.
         for key in (baseline_service.get("spec") or {}).get("selector") or {}:
             labels.pop(key, None)
+    for key in unselected:
+        labels.pop(key, None)
     return {
         **{k: v for k, v in metadata.items() if k in ("annotations",)},
         "labels": {**labels, **candidate_labels(trial)},
     }
 
 
-def _owner(trial: TrialRef) -> Manifest:
+def owner_reference(trial: TrialRef) -> Manifest:
+    """The trial as the controlling owner: what it creates goes when it is deleted."""
     return {
         "apiVersion": "acceltrial.dev/v1alpha1",
         "kind": "AcceleratorTrial",

@@ -36,23 +36,36 @@ REFUSING_REASONS = frozenset(
 
 @dataclass(frozen=True)
 class Service:
-    """A Service a backendRef may point at."""
+    """What a backendRef may point at: a Service, or another kind (an InferencePool) by its
+    group and kind."""
 
     name: str
     namespace: str
+    kind: str = "Service"
+    group: str = ""
 
     def matches(self, ref: Mapping[str, Any], route_namespace: str) -> bool:
         return (
             ref.get("name") == self.name
-            and ref.get("kind", "Service") == "Service"
-            and ref.get("group", "") in ("", "core")
+            and ref.get("kind", "Service") == self.kind
+            and _group(ref.get("group", "")) == _group(self.group)
             and ref.get("namespace", route_namespace) == self.namespace
         )
+
+    @property
+    def label(self) -> str:
+        """How a message names it: ``Service serving/llama`` or ``InferencePool serving/llama``."""
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def _group(group: str) -> str:
+    return "" if group == "core" else group
 
 
 @dataclass(frozen=True)
 class RouteShape:
-    """Where the trial splits: the route's namespace, the baseline and candidate Services."""
+    """Where the trial splits: the route's namespace, the baseline and candidate backends (two
+    Services, or two InferencePools)."""
 
     namespace: str
     baseline: Service
@@ -89,8 +102,8 @@ def baseline_rules(
     if not chosen:
         if not carrying:
             raise RoutingError(
-                f"no rule has a backendRef to Service {shape.baseline.namespace}/"
-                f"{shape.baseline.name} (rules: {_describe_rules(rules)})"
+                f"no rule has a backendRef to {shape.baseline.label} "
+                f"(rules: {_describe_rules(rules)})"
             )
         return carrying
     picked = []
@@ -98,7 +111,7 @@ def baseline_rules(
         index = _find_choice(rules, choice)
         if index not in carrying:
             raise RoutingError(
-                f"{rule_label(rules[index], index)} has no backendRef to Service "
+                f"{rule_label(rules[index], index)} has no backendRef to {shape.baseline.kind} "
                 f"{shape.baseline.name}; choose rules that reference the baseline"
             )
         picked.append(index)
@@ -151,8 +164,8 @@ def idle_baseline_problem(
     ]
     if weights and not any(weights):
         return (
-            f"the baseline Service {shape.baseline.name} has weight 0 in every rule that "
-            "references it, so it receives no traffic to share with the candidate"
+            f"the baseline {shape.baseline.kind} {shape.baseline.name} has weight 0 in every "
+            "rule that references it, so it receives no traffic to share with the candidate"
         )
     return None
 
@@ -180,12 +193,13 @@ def split_rule(refs: Sequence[Mapping[str, Any]], shape: RouteShape, weight: int
     base = original[position]
     if int(base.get("weight", 1)) == 0:
         return copy.deepcopy(original)
-    # ``split`` finds the baseline by Service name; the position found here (namespace-aware)
-    # is handed to it through a unique stand-in name.
+    # ``split`` finds the baseline by Service name; the position found here (namespace- and
+    # kind-aware: it may be an InferencePool) is handed to it through a stand-in Service ref.
     marker = "\0baseline"
-    marked = [dict(r, name=marker) if i == position else r for i, r in enumerate(original)]
+    stand_in = {k: v for k, v in base.items() if k not in ("kind", "group")} | {"name": marker}
+    marked = [stand_in if i == position else r for i, r in enumerate(original)]
     result = split(marked, marker, candidate_ref(base, shape), weight)
-    result[position]["name"] = base["name"]
+    result[position] = dict(base, weight=result[position]["weight"])
     return result
 
 
@@ -194,7 +208,9 @@ def _baseline_position(refs: Sequence[Mapping[str, Any]], shape: RouteShape) -> 
         if shape.baseline.matches(ref, shape.namespace):
             return position
     names = ", ".join(str(r.get("name")) for r in refs) or "none"
-    raise RoutingError(f"the rule has no backendRef to Service {shape.baseline.name} ({names})")
+    raise RoutingError(
+        f"the rule has no backendRef to {shape.baseline.kind} {shape.baseline.name} ({names})"
+    )
 
 
 def rule_percent(refs: Sequence[Mapping[str, Any]], shape: RouteShape) -> int | None:
@@ -358,8 +374,8 @@ def gateway_refusal(route: Mapping[str, Any]) -> str | None:
 def grant_allows(
     grants: Sequence[Mapping[str, Any]], route_namespace: str, service: Service
 ) -> bool:
-    """Whether a ReferenceGrant in the Service's namespace lets HTTPRoutes of ``route_namespace``
-    refer to it."""
+    """Whether a ReferenceGrant in the backend's namespace lets HTTPRoutes of
+    ``route_namespace`` refer to it."""
     for grant in grants:
         spec = grant.get("spec") or {}
         sources = any(
@@ -369,8 +385,8 @@ def grant_allows(
             for source in spec.get("from") or []
         )
         targets = any(
-            target.get("group", "") in ("", "core")
-            and target.get("kind") == "Service"
+            _group(target.get("group", "")) == _group(service.group)
+            and target.get("kind") == service.kind
             and target.get("name") in (None, "", service.name)
             for target in spec.get("to") or []
         )
@@ -380,13 +396,14 @@ def grant_allows(
 
 
 def grant_manifest(route_namespace: str, service: Service) -> Manifest:
-    """The ReferenceGrant that lets the route reach ``service`` in its own namespace."""
+    """The ReferenceGrant that lets the route reach ``service`` (a Service or an InferencePool)
+    in its own namespace."""
     return {
         "apiVersion": f"{GATEWAY_GROUP}/v1beta1",
         "kind": "ReferenceGrant",
         "metadata": {"name": f"{route_namespace}-httproutes", "namespace": service.namespace},
         "spec": {
             "from": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute", "namespace": route_namespace}],
-            "to": [{"group": "", "kind": "Service", "name": service.name}],
+            "to": [{"group": service.group, "kind": service.kind, "name": service.name}],
         },
     }

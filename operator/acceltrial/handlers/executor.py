@@ -25,7 +25,7 @@ from acceltrial.engine.ticks import (
 )
 from acceltrial.handlers.neuron import start_compile, with_neuron_scheduler
 from acceltrial.handlers.snapshot import TickSnapshot
-from acceltrial.kube.gateway import KubeError
+from acceltrial.kube.calls import KubeError
 from acceltrial.providers.routing.port import Router
 
 
@@ -49,7 +49,8 @@ class Executor:
             baseline, service = snapshot.baseline, snapshot.baseline_service
             if baseline is None or service is None:
                 raise KubeError(404, f"baseline {snapshot.baseline_name} vanished after preflight")
-            deployment = derive_deployment(baseline, service, snapshot.spec, trial)
+            unselected = self.router.unselected_labels()
+            deployment = derive_deployment(baseline, service, snapshot.spec, trial, unselected)
             kube.apply(with_neuron_scheduler(deployment, snapshot.spec))
             kube.apply(derive_service(service, trial))
         elif isinstance(action, SetWeight) and status.original is not None:

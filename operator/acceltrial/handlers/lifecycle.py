@@ -47,7 +47,8 @@ from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.specs import valid_spec
 from acceltrial.handlers.trials import TrialIndex
 from acceltrial.handlers.world import TrialWorld
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.providers.capacity.nodegroup import CapacityError
 from acceltrial.providers.reports.port import ReportChanged
 from acceltrial.providers.reports.s3 import ReportUploadError

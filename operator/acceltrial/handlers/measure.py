@@ -21,6 +21,7 @@ from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
 from acceltrial.engine.metrics import MetricRequest, PresetMetric, Variant, offers
 from acceltrial.engine.ticks import Measurement
 from acceltrial.handlers.metrics_source import metrics_source
+from acceltrial.handlers.secrets import SecretProblem
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.metrics.port import MetricsSource, RequestError, collect
 
@@ -43,6 +44,8 @@ def measure(snapshot: TickSnapshot, status: TrialStatus, now: datetime) -> Measu
         readings = collect(requests, _source(snapshot), targets, planned.window).readings
     except RequestError as error:
         return Measured(Measurement("Error", f"a query cannot be rendered: {error}"), pods)
+    except SecretProblem as problem:  # changed since preflight: an errored measurement
+        return Measured(Measurement("Error", f"analysis.prometheus: {problem}"), pods)
     judged = judge_measurement(spec, planned, readings, targets, snapshot.resources)
     return Measured(judged, pods)
 
@@ -56,6 +59,8 @@ def metric_problems(snapshot: TickSnapshot, now: datetime) -> list[str]:
         readings = collect(planned, _source(snapshot), snapshot.targets, window).readings
     except RequestError as error:
         return [f"a query cannot be rendered: {error}"]
+    except SecretProblem as problem:
+        return [f"analysis.prometheus: {problem}"]
     return unjudgeable(answers(planned, readings))
 
 
@@ -70,7 +75,7 @@ def baseline_request_rate(snapshot: TickSnapshot, now: datetime) -> float | None
         reading = collect(
             [request], _source(snapshot), snapshot.targets, preflight_window(analysis, now)
         ).readings.get(("baseline-request-rate", "baseline"))
-    except RequestError:
+    except (RequestError, SecretProblem):
         return None
     if reading is None or reading.error is not None or len(reading.values) != 1:
         return None

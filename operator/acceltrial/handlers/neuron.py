@@ -21,7 +21,8 @@ from acceltrial.engine.neuron_fit import (
     fit_problems,
     scheduler_name,
 )
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.providers.compiled_artifacts.s3 import S3Artifacts
 from acceltrial.providers.pricing.shapes import NeuronShapes
 

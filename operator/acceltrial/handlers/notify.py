@@ -13,7 +13,6 @@ decision taken just before a SIGTERM is still told.
 
 from __future__ import annotations
 
-import base64
 import logging
 import queue
 import threading
@@ -24,11 +23,12 @@ from typing import Any
 
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.spec.common import SecretKeyRef
-from acceltrial.api.spec.notifications import SECRET_READABLE_LABEL, Notification
+from acceltrial.api.spec.notifications import Notification
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.notifications import Transition, events_between, payload, wanted
+from acceltrial.handlers import secrets
 from acceltrial.handlers.metrics import NOTIFICATIONS
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.providers.notifications.port import DeliveryError, Receiver
 from acceltrial.providers.notifications.registry import receiver_for
 
@@ -156,24 +156,9 @@ def _delivery(
 
 
 def readable_secret(kube: Kube, namespace: str, ref: SecretKeyRef) -> str:
-    """A Secret key's value, only from a Secret labelled ``acceltrial.dev/trial-readable:
-    "true"`` (docs/security.md: the operator reads Secrets on a trial author's behalf);
-    DeliveryError (permanent) naming what is missing."""
-    where = f"Secret {namespace}/{ref.name}"
+    """A notification URL from a Secret that opted in (handlers/secrets.py); DeliveryError
+    naming what is missing."""
     try:
-        secret = kube.secret(namespace, ref.name)
-    except KubeError as error:
-        raise DeliveryError(f"{where}: {error}", temporary=not error.permanent) from None
-    if secret is None:
-        raise DeliveryError(f"{where} not found", temporary=False)
-    labels = (secret.get("metadata") or {}).get("labels") or {}
-    if labels.get(SECRET_READABLE_LABEL) != "true":
-        raise DeliveryError(
-            f'{where} is not labelled {SECRET_READABLE_LABEL}: "true"; label it to let trials '
-            "name it",
-            temporary=False,
-        )
-    encoded = (secret.get("data") or {}).get(ref.key)
-    if encoded is None:
-        raise DeliveryError(f"{where} has no key {ref.key}", temporary=False)
-    return base64.b64decode(encoded).decode().strip()
+        return secrets.readable_secret(kube, namespace, ref.name, ref.key).strip()
+    except secrets.SecretProblem as problem:
+        raise DeliveryError(str(problem), temporary=problem.temporary) from None

@@ -15,6 +15,7 @@ from acceltrial.engine.preflight import (
     service_problems,
 )
 from acceltrial.handlers.measure import metric_problems
+from acceltrial.handlers.metrics_source import secret_findings
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.routing.port import Router
 
@@ -36,6 +37,11 @@ def preflight(
     problems += list(capacity.problems)
     waits += tuple(capacity.waits)
     problems += competing_trials(snapshot.trials, snapshot.trial.uid, snapshot.baseline_name)
+    secret_problems, secret_waits = secret_findings(
+        snapshot.kube, namespace, snapshot.spec.analysis.prometheus
+    )
+    problems += secret_problems
+    waits += tuple(secret_waits)
     if not problems and not waits:
         # Before any traffic moves: the criteria must be measurable on the baseline.
         waits = tuple(metric_problems(snapshot, datetime.now(UTC)))

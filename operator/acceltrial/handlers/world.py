@@ -83,6 +83,7 @@ class TrialWorld:
                 baseline_deployment=snapshot.baseline_name,
                 baseline_service=snapshot.baseline_service_name,
                 candidate=snapshot.candidate_name,
+                baseline=lambda: snapshot.baseline,
             )
         )
 

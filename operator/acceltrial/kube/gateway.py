@@ -9,8 +9,6 @@ instead of being overwritten.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +18,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from acceltrial.api.trial import TRIAL_GVR
+from acceltrial.kube.calls import (
+    REQUEST_TIMEOUT_SECONDS,
+    KubeError,
+    call,
+    read,
+    refusal,
+    versioned,
+)
 from acceltrial.kube.nodes import NodeList
 
 Manifest = dict[str, Any]
@@ -28,34 +34,9 @@ HANDOVER_MANAGER = "acceltrial-handover"
 _HANDOVER_ATTEMPTS = 5
 """Field manager of the handover patch, kept apart so the operator owns no applied field after."""
 GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES = "gateway.networking.k8s.io", "v1", "httproutes"
+POOL_GROUP, POOL_VERSION, POOLS = "inference.networking.k8s.io", "v1", "inferencepools"
 TRIAL_GROUP, TRIAL_VERSION, TRIALS = TRIAL_GVR
 _APPLY = "application/apply-patch+yaml"
-
-
-PERMANENT_STATUSES = frozenset({400, 403, 404, 422})
-"""Refusals a retry cannot change: a bad request, forbidden, a missing object, invalid."""
-
-
-class KubeError(Exception):
-    """A request to the API server failed; ``status`` is the HTTP status (0: no answer)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-    @property
-    def permanent(self) -> bool:
-        """Whether retrying cannot help (409 conflicts, 429, 5xx and no answer are temporary)."""
-        return self.status in PERMANENT_STATUSES
-
-    def doing(self, what: str) -> KubeError:
-        """The same error, saying what was being done."""
-        return KubeError(self.status, f"{what}: {self}")
-
-
-REQUEST_TIMEOUT_SECONDS = 30.0
-"""How long one request may take before it counts as no answer (a temporary error): without a
-timeout, a request to an API server that stopped answering would hold the trial forever."""
 
 
 @dataclass
@@ -93,7 +74,7 @@ class Kube:
         return client.BatchV1Api(self.api)
 
     def job(self, namespace: str, name: str) -> Manifest | None:
-        return _read(self._batch.read_namespaced_job, name, namespace)
+        return read(self._batch.read_namespaced_job, name, namespace)
 
     def pod_log(self, namespace: str, name: str, tail_lines: int) -> str:
         """The last lines of a pod's (first container's) log, as text."""
@@ -102,38 +83,38 @@ class Kube:
                 name, namespace, tail_lines=tail_lines, _preload_content=False
             )
         except ApiException as error:
-            raise KubeError(int(error.status or 0), _refusal(error)) from None
+            raise KubeError(int(error.status or 0), refusal(error)) from None
         except (OSError, urllib3.exceptions.HTTPError) as error:
             raise KubeError(0, f"the API server cannot be reached: {error}") from None
         return bytes(reply.data or b"").decode(errors="replace")
 
     def deployment(self, namespace: str, name: str) -> Manifest | None:
-        return _read(self._apps.read_namespaced_deployment, name, namespace)
+        return read(self._apps.read_namespaced_deployment, name, namespace)
 
     def service(self, namespace: str, name: str) -> Manifest | None:
-        return _read(self._core.read_namespaced_service, name, namespace)
+        return read(self._core.read_namespaced_service, name, namespace)
 
     def http_route(self, namespace: str, name: str) -> Manifest | None:
-        return _read(
+        return read(
             self._custom.get_namespaced_custom_object,
             GATEWAY_GROUP, GATEWAY_VERSION, namespace, HTTPROUTES, name,
         )  # fmt: skip
 
     def config_map(self, namespace: str, name: str) -> Manifest | None:
-        return _read(self._core.read_namespaced_config_map, name, namespace)
+        return read(self._core.read_namespaced_config_map, name, namespace)
 
     def pods(self, namespace: str, selector: dict[str, str]) -> list[Manifest]:
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-        reply = _call(self._core.list_namespaced_pod, namespace, label_selector=label_selector)
+        reply = call(self._core.list_namespaced_pod, namespace, label_selector=label_selector)
         return list(reply.get("items") or [])
 
     def autoscalers(self, namespace: str) -> list[Manifest]:
         """The namespace's HorizontalPodAutoscalers (autoscaling/v2)."""
-        reply = _call(self._autoscaling.list_namespaced_horizontal_pod_autoscaler, namespace)
+        reply = call(self._autoscaling.list_namespaced_horizontal_pod_autoscaler, namespace)
         return list(reply.get("items") or [])
 
     def autoscaler(self, namespace: str, name: str) -> Manifest | None:
-        return _read(self._autoscaling.read_namespaced_horizontal_pod_autoscaler, name, namespace)
+        return read(self._autoscaling.read_namespaced_horizontal_pod_autoscaler, name, namespace)
 
     def set_autoscaler_target(self, namespace: str, name: str, target: Manifest) -> None:
         """Point an HPA at ``target`` (its bounds and metrics untouched); a missing HPA is fine."""
@@ -144,7 +125,7 @@ class Kube:
             _test_version(hpa),
             {"op": "replace", "path": "/spec/scaleTargetRef", "value": target},
         ]
-        _versioned(
+        versioned(
             self._autoscaling.patch_namespaced_horizontal_pod_autoscaler,
             name, namespace, operations, field_manager=FIELD_MANAGER,
             _content_type="application/json-patch+json",
@@ -153,24 +134,27 @@ class Kube:
     def release(
         self, kind: str, namespace: str, name: str, owner_uid: str, labels: dict[str, str]
     ) -> None:
-        """Hand an object over: drop the ownerReference to ``owner_uid`` and every server-side
-        apply entry of our field manager, and add ``labels``. Idempotent; 404 is fine."""
-        read, patch = {
+        """Hand an object over (a Deployment, Service or InferencePool): drop the
+        ownerReference to ``owner_uid`` and every server-side apply entry of our field manager,
+        and add ``labels``. Idempotent; 404 is fine."""
+        methods: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
             "Deployment": (
                 self._apps.read_namespaced_deployment,
                 self._apps.patch_namespaced_deployment,
             ),
             "Service": (self._core.read_namespaced_service, self._core.patch_namespaced_service),
-        }[kind]
+            "InferencePool": (self._read_inference_pool, self._patch_inference_pool),
+        }
+        get, patch = methods[kind]
         for attempt in range(_HANDOVER_ATTEMPTS):
-            live = _read(read, name, namespace)
+            live = read(get, name, namespace)
             if live is None:
                 return
             operations = handover_operations(live, owner_uid, labels)
             if len(operations) == 1:
                 return  # nothing left to hand over
             try:
-                _versioned(
+                versioned(
                     patch, name, namespace, operations, field_manager=HANDOVER_MANAGER,
                     _content_type="application/json-patch+json",
                 )  # fmt: skip
@@ -182,7 +166,7 @@ class Kube:
                     raise
 
     def nodes(self) -> list[Manifest]:
-        return list(_call(self._core.list_node).get("items") or [])
+        return list(call(self._core.list_node).get("items") or [])
 
     def recent_nodes(self) -> list[Manifest]:
         """Every Node as a capacity check reads it, from a listing that started after the call
@@ -190,29 +174,29 @@ class Kube:
         return self.node_list.all(self)
 
     def node(self, name: str) -> Manifest | None:
-        return _read(self._core.read_node, name)
+        return read(self._core.read_node, name)
 
     def node_pools(self) -> list[Manifest]:
         """Karpenter's NodePools (karpenter.sh/v1); none where Karpenter is not installed."""
-        reply = _read(self._custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodepools")
+        reply = read(self._custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodepools")
         return list((reply or {}).get("items") or [])
 
     def trials(self, namespace: str) -> list[Manifest]:
-        reply = _call(
+        reply = call(
             self._custom.list_namespaced_custom_object,
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS,
         )  # fmt: skip
         return list(reply.get("items") or [])
 
     def trial(self, namespace: str, name: str) -> Manifest | None:
-        return _read(
+        return read(
             self._custom.get_namespaced_custom_object,
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
         )  # fmt: skip
 
     def patch_trial_status(self, namespace: str, name: str, status: Manifest) -> None:
         """Merge ``status`` into a trial's status subresource (None removes a key)."""
-        _call(
+        call(
             self._custom.patch_namespaced_custom_object_status,
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name, {"status": status},
             _content_type="application/merge-patch+json",
@@ -221,7 +205,7 @@ class Kube:
     def annotate_trial(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
         """Merge ``annotations`` into a trial's metadata (how people ask for an action; None
         removes one)."""
-        _call(
+        call(
             self._custom.patch_namespaced_custom_object,
             TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
             {"metadata": {"annotations": annotations}},
@@ -230,12 +214,7 @@ class Kube:
 
     def secret(self, namespace: str, name: str) -> Manifest | None:
         """A Secret as stored (its data base64-encoded), None when it does not exist."""
-        return _read(self._core.read_namespaced_secret, name, namespace)
-
-    def secret_value(self, namespace: str, name: str, key: str) -> str | None:
-        secret = self.secret(namespace, name)
-        encoded = (secret or {}).get("data", {}).get(key)
-        return None if encoded is None else base64.b64decode(encoded).decode()
+        return read(self._core.read_namespaced_secret, name, namespace)
 
     def apply(self, manifest: Manifest) -> Manifest:
         """Server-side apply of a Deployment, Service, ConfigMap or Job we own."""
@@ -246,9 +225,41 @@ class Kube:
             "ConfigMap": self._core.patch_namespaced_config_map,
             "Job": self._batch.patch_namespaced_job,
         }[manifest["kind"]]
-        return _call(
+        return call(
             patch, name, namespace, manifest,
             field_manager=FIELD_MANAGER, force=True, _content_type=_APPLY,
+        )  # fmt: skip
+
+    def inference_pool(self, namespace: str, name: str) -> Manifest | None:
+        return read(self._read_inference_pool, name, namespace)
+
+    def _read_inference_pool(self, name: str, namespace: str, **options: Any) -> Any:
+        return self._custom.get_namespaced_custom_object(
+            POOL_GROUP, POOL_VERSION, namespace, POOLS, name, **options
+        )
+
+    def _patch_inference_pool(self, name: str, namespace: str, body: Any, **options: Any) -> Any:
+        return self._custom.patch_namespaced_custom_object(
+            POOL_GROUP, POOL_VERSION, namespace, POOLS, name, body, **options
+        )
+
+    def deployments(self, namespace: str) -> list[Manifest]:
+        reply = call(self._apps.list_namespaced_deployment, namespace)
+        return list(reply.get("items") or [])
+
+    def apply_inference_pool(self, manifest: Manifest) -> Manifest:
+        """Server-side apply of an InferencePool we own (the candidate's)."""
+        meta = manifest["metadata"]
+        return call(
+            self._custom.patch_namespaced_custom_object,
+            POOL_GROUP, POOL_VERSION, meta["namespace"], POOLS, meta["name"], manifest,
+            field_manager=FIELD_MANAGER, force=True, _content_type=_APPLY,
+        )  # fmt: skip
+
+    def delete_inference_pool(self, namespace: str, name: str) -> None:
+        read(
+            self._custom.delete_namespaced_custom_object,
+            POOL_GROUP, POOL_VERSION, namespace, POOLS, name,
         )  # fmt: skip
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
@@ -257,11 +268,11 @@ class Kube:
             "Deployment": self._apps.delete_namespaced_deployment,
             "Service": self._core.delete_namespaced_service,
         }[kind]
-        _read(remove, name, namespace, propagation_policy="Background")
+        read(remove, name, namespace, propagation_policy="Background")
 
     def scale(self, namespace: str, name: str, replicas: int) -> None:
         scale = {"spec": {"replicas": replicas}}
-        _call(self._apps.patch_namespaced_deployment_scale, name, namespace, scale)
+        call(self._apps.patch_namespaced_deployment_scale, name, namespace, scale)
 
     def set_service_selector(self, service: Manifest, selector: dict[str, str]) -> None:
         """Replace a Service's spec.selector, only if the Service is unchanged since it was
@@ -271,7 +282,7 @@ class Kube:
             _test_version(service),
             {"op": "replace", "path": "/spec/selector", "value": selector},
         ]
-        _call(
+        call(
             self._core.patch_namespaced_service, meta["name"], meta["namespace"], operations,
             field_manager=FIELD_MANAGER, _content_type="application/json-patch+json",
         )  # fmt: skip
@@ -296,7 +307,7 @@ class Kube:
             *_filter_operations(route, filters or {}),
             *annotation_operations(route, annotations or {}),
         ]
-        return _call(
+        return call(
             self._custom.patch_namespaced_custom_object,
             GATEWAY_GROUP, GATEWAY_VERSION, meta["namespace"], HTTPROUTES, meta["name"], operations,
             field_manager=FIELD_MANAGER, _content_type="application/json-patch+json",
@@ -317,7 +328,7 @@ class Kube:
         if not operations:
             return
         meta = route["metadata"]
-        _versioned(
+        versioned(
             self._custom.patch_namespaced_custom_object,
             GATEWAY_GROUP, GATEWAY_VERSION, meta["namespace"], HTTPROUTES, meta["name"],
             [_test_version(route), *operations],
@@ -327,7 +338,7 @@ class Kube:
     def reference_grants(self, namespace: str) -> list[Manifest]:
         """The namespace's Gateway API ReferenceGrants (none where the kind is not served)."""
         try:
-            reply = _call(
+            reply = call(
                 self._custom.list_namespaced_custom_object,
                 GATEWAY_GROUP, "v1beta1", namespace, "referencegrants",
             )  # fmt: skip
@@ -406,78 +417,3 @@ def handover_operations(live: Manifest, owner_uid: str, labels: dict[str, str]) 
 def _test_version(obj: Manifest) -> Manifest:
     version = obj["metadata"]["resourceVersion"]
     return {"op": "test", "path": "/metadata/resourceVersion", "value": version}
-
-
-def _versioned(method: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-    """A JSON patch that tests the resourceVersion read: its failed test (422 on the API
-    server) means someone wrote in between, a conflict to retry, not a refusal."""
-    try:
-        _read(method, *args, **kwargs)
-    except KubeError as error:
-        if error.status == 422:
-            raise KubeError(409, f"changed since read, will read again: {error}") from None
-        raise
-
-
-def _refusal(error: ApiException) -> str:
-    """The API server's own sentence (a Status' message), or the raw body."""
-    try:
-        message = json.loads(error.body or "{}").get("message")
-    except (ValueError, AttributeError):
-        message = None
-    return f"HTTP {error.status}: {message or error.body}"
-
-
-def _read(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest | None:
-    try:
-        return _call(method, *args, **kwargs)
-    except KubeError as error:
-        if error.status == 404:
-            return None
-        raise
-
-
-_VERBS = {"read": "get", "patch": "patch", "delete": "delete", "list": "list", "create": "create",
-          "replace": "update", "get": "get"}  # fmt: skip
-_KINDS = {"deployment": "Deployment", "service": "Service", "config_map": "ConfigMap",
-          "secret": "Secret", "pod": "Pod", "node": "Node",
-          "horizontal_pod_autoscaler": "HorizontalPodAutoscaler",
-          "httproutes": "HTTPRoute", "acceleratortrials": "AcceleratorTrial"}  # fmt: skip
-
-
-def request_target(method: Callable[..., Any], args: tuple[Any, ...]) -> str:
-    """The verb and the object of a client call, e.g. ``patch Service serving/llama3``, read
-    from the official client's method name and its positional arguments."""
-    words = getattr(method, "__name__", "call").split("_")
-    verb = _VERBS.get(words[0], words[0])
-    rest = "_".join(words[1:]).removeprefix("namespaced_").removesuffix("_for_all_namespaces")
-    rest = rest.removesuffix("_scale").removesuffix("_status")
-    if rest == "custom_object":  # (group, version, namespace, plural, name, ...)
-        kind = _KINDS.get(str(args[3]) if len(args) > 3 else "", "object")
-        names = [str(a) for a in args[2:3]] + [str(a) for a in args[4:5] if isinstance(a, str)]
-    else:  # (name, namespace, ...) for one object; (namespace,) for a list
-        kind = _KINDS.get(rest, rest)
-        strings = [a for a in args[:2] if isinstance(a, str)]
-        names = strings[::-1] if verb != "list" else strings
-    return " ".join((verb, kind, "/".join(names))).strip()
-
-
-def _timeout_of(method: Callable[..., Any]) -> float:
-    api = getattr(getattr(method, "__self__", None), "api_client", None)
-    return float(getattr(api, "acceltrial_timeout_seconds", REQUEST_TIMEOUT_SECONDS))
-
-
-def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Manifest:
-    """Run a client call and return the answer's JSON as it came; a failure says the verb and
-    the object (``patch HTTPRoute serving/llama3: HTTP 422: ...``)."""
-    kwargs.setdefault("_request_timeout", _timeout_of(method))
-    try:
-        reply = method(*args, _preload_content=False, **kwargs)
-    except ApiException as error:
-        refusal = f"{request_target(method, args)}: {_refusal(error)}"
-        raise KubeError(int(error.status or 0), refusal) from None
-    except (OSError, urllib3.exceptions.HTTPError) as error:
-        target = request_target(method, args)
-        raise KubeError(0, f"{target}: the API server cannot be reached: {error}") from None
-    body = json.loads(reply.data or b"{}")
-    return body if isinstance(body, dict) else {}

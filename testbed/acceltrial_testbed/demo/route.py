@@ -5,8 +5,11 @@ docs/demo.md), and what the demo installs for it.
 trial's); ``route.rules`` are its rules as Gateway API writes them (``name``, ``matches``,
 ``filters``, ``backendRefs`` with weights and filters). The backendRef naming the baseline
 Service stands where the scenario puts it; other Services the rules name are installed in front
-of the baseline's pods. For a route in another namespace, ``referenceGrant: true`` (the default)
-installs the ReferenceGrant that lets it reach the trial's Services, ``false`` leaves it out.
+of the baseline's pods. A backendRef ``{group: inference.networking.k8s.io, kind: InferencePool,
+name: N}`` may stand for the baseline instead: the demo installs the InferencePool ``N`` over the
+baseline's pods (``targetPorts`` 8000, no endpoint picker); pools need the real control plane.
+For a route in another namespace, ``referenceGrant: true`` (the default) installs the
+ReferenceGrant that lets it reach the trial's Services, ``false`` leaves it out.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ NAMESPACES = "/api/v1/namespaces"
 GRANTS = f"/apis/{GATEWAY}/v1beta1/namespaces/{{}}/referencegrants"
 ROUTES = f"/apis/{GATEWAY}/v1/namespaces/{{}}/httproutes"
 SERVICES = "/api/v1/namespaces/{}/services"
+POOLS = "/apis/inference.networking.k8s.io/v1/namespaces/{}/inferencepools"
+POOL_GROUP, POOL_KIND = "inference.networking.k8s.io", "InferencePool"
 
 
 class RouteRule(ApiModel):
@@ -36,7 +41,8 @@ class RouteRule(ApiModel):
     filters: list[Manifest] | None = None
     """The rule's filters."""
     backend_refs: list[Manifest] = Field(min_length=1, max_length=16)
-    """Its backends (``name``, ``namespace``, ``port``, ``weight``, ``filters``)."""
+    """Its backends (``name``, ``namespace``, ``port``, ``weight``, ``filters``; ``group`` and
+    ``kind`` for an InferencePool)."""
 
 
 class RouteSpec(ApiModel):
@@ -73,7 +79,11 @@ def route_problems(route: RouteSpec, trial: Manifest, grant: bool | None) -> lis
             f"{ref['namespace']}; make them the same"
         )
     refs = [r for rule in route.rules for r in rule.backend_refs]
-    if not any(r.get("name") == baseline and r.get("namespace", where) == namespace for r in refs):
+    pools = [r for r in refs if is_pool(r)]
+    if any(r.get("group") != POOL_GROUP for r in pools):
+        problems.append(f"route.rules: an InferencePool backendRef needs group: {POOL_GROUP}")
+    named = any(r.get("name") == baseline and r.get("namespace", where) == namespace for r in refs)
+    if not pools and not named:
         hint = f", namespace: {namespace}" if where != namespace else ""
         problems.append(
             f"route.rules: no backendRef to the baseline Service {baseline} in {namespace}; add "
@@ -100,16 +110,20 @@ def route_objects(
         objects.append((NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                      "metadata": {"name": where}}))  # fmt: skip
     baseline = _baseline_service(trial)
+    pools = {str(r["name"]) for rule in route.rules for r in rule.backend_refs if is_pool(r)}
     others = sorted(
         {
             str(r["name"])
             for rule in route.rules
             for r in rule.backend_refs
-            if r.get("name") != baseline and r.get("namespace", where) == namespace
+            if (r.get("name") != baseline or is_pool(r)) and r.get("namespace", where) == namespace
         }
     )
     for other in others:
-        objects.append((SERVICES.format(namespace), _service(other, namespace, pod_labels)))
+        if other in pools:
+            objects.append((POOLS.format(namespace), _pool(other, namespace, pod_labels)))
+        else:
+            objects.append((SERVICES.format(namespace), _service(other, namespace, pod_labels)))
     if where != namespace and grant is not False:
         objects.append((GRANTS.format(namespace), _grant(where, namespace)))
     rules = [rule.model_dump(by_alias=True, exclude_none=True) for rule in route.rules]
@@ -121,6 +135,24 @@ def route_objects(
     }
     objects.append((ROUTES.format(where), body))
     return objects
+
+
+def is_pool(ref: Manifest) -> bool:
+    return ref.get("kind") == POOL_KIND
+
+
+def uses_pools(route: RouteSpec | None) -> bool:
+    """Whether the route names an InferencePool (the emulator does not serve the kind)."""
+    return route is not None and any(is_pool(r) for rule in route.rules for r in rule.backend_refs)
+
+
+def _pool(name: str, namespace: str, labels: dict[str, str]) -> Manifest:
+    return {
+        "apiVersion": f"{POOL_GROUP}/v1",
+        "kind": POOL_KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": labels}, "targetPorts": [{"number": 8000}]},
+    }
 
 
 def _baseline_service(trial: Manifest) -> str:

@@ -44,6 +44,7 @@ from acceltrial_testbed.demo.plane import (
     local_cluster,
 )
 from acceltrial_testbed.demo.quality import install_prompts, serve_models
+from acceltrial_testbed.demo.route import POOLS, uses_pools
 from acceltrial_testbed.demo.scenario import (
     Manifest,
     Scenario,
@@ -54,7 +55,7 @@ from acceltrial_testbed.demo.scenario import (
     shipped_scenarios,
 )
 from acceltrial_testbed.demo.user import ScriptedUser, served_by
-from acceltrial_testbed.sandbox.choices import ControlPlane
+from acceltrial_testbed.sandbox.choices import ControlPlane, uses_real_control_plane
 from acceltrial_testbed.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial_testbed.sandbox.fleet.exporter import SEED_BELOW, Fleet, FleetSpec, Regression
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile
@@ -133,6 +134,11 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
         topology = _topology(scenario, path)
         prometheus_binary = find_prometheus()
         check_available(options.control_plane)
+        if uses_pools(scenario.route) and not uses_real_control_plane(options.control_plane):
+            raise ScenarioError(
+                "route: InferencePools are served by the real control plane only; build it "
+                "with `make control-plane` and run with --control-plane real (or auto)"
+            )
     except (ScenarioError, PrometheusNotFound, ValueError, *CannotStart) as error:
         print(f"acceltrial demo: {error}", file=sys.stderr)
         return 2
@@ -618,6 +624,7 @@ def _conclude(
                 {
                     "status": status,
                     "route": _route(run, client),
+                    **_pools(run, client),
                     "report": None
                     if report is None
                     else report.model_dump(mode="json", by_alias=True, exclude_none=True),
@@ -674,6 +681,14 @@ def _save_report(report: Report, folder: Path) -> None:
     (folder / "report.json").write_text(json.dumps(body, indent=2), encoding="utf-8")
     (folder / "report.md").write_text(markdown(report), encoding="utf-8")
     (folder / "report.html").write_text(html_page(report), encoding="utf-8")
+
+
+def _pools(run: Run, client: Client) -> dict[str, list[str]]:
+    """The InferencePools left in the namespace (``inferencePools``), for a route to pools."""
+    if not uses_pools(run.scenario.route):
+        return {}
+    listed = client.get(POOLS.format(run.namespace)) or {}
+    return {"inferencePools": sorted(p["metadata"]["name"] for p in listed.get("items", []))}
 
 
 def _route(run: Run, client: Client) -> Manifest | None:

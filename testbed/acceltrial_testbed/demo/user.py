@@ -10,6 +10,7 @@ from typing import Any
 from acceltrial.api.actions import ACTION_ANNOTATION
 from acceltrial.engine.routing import serving
 from acceltrial_testbed.demo.cluster import DEPLOYMENTS, ROUTES, SERVICES, TRIALS, Client
+from acceltrial_testbed.demo.route import POOL_KIND, POOLS, is_pool
 from acceltrial_testbed.demo.scenario import TRIAL_ACTIONS, Manifest, ScenarioAction, seconds
 
 VARIANT_LABEL = "acceltrial.dev/variant"
@@ -103,7 +104,8 @@ def served_by(client: Client, trial: Manifest) -> tuple[str | None, str]:
         if route is None:
             return None, f"HTTPRoute {ref['name']} is gone"
         refs = [r for rule in route["spec"]["rules"] for r in rule.get("backendRefs") or []]
-        services = sorted({r["name"] for r in refs if int(r.get("weight", 1)) > 0})
+        weighted = [r for r in refs if int(r.get("weight", 1)) > 0]
+        services = sorted({_backend(r) for r in weighted})
     else:
         services = [(baseline.get("serviceRef") or baseline["deploymentRef"])["name"]]
     variants: set[str] = set()
@@ -118,18 +120,36 @@ def served_by(client: Client, trial: Manifest) -> tuple[str | None, str]:
     return variant, f"all traffic reaches Ready {variant} pods through {', '.join(services)}"
 
 
+def _backend(ref: Manifest) -> str:
+    """A backendRef as this module names it: a Service's name, ``InferencePool/<name>``."""
+    return f"{POOL_KIND}/{ref['name']}" if is_pool(ref) else str(ref["name"])
+
+
 def _ready_variants(client: Client, namespace: str, service_name: str) -> set[str] | str:
+    kind, _, name = service_name.rpartition("/")
+    if kind == POOL_KIND:
+        pool = client.get(f"{POOLS.format(namespace)}/{name}")
+        if pool is None:
+            return f"the route sends traffic to InferencePool {name}, which does not exist"
+        selector: dict[str, Any] = (pool["spec"].get("selector") or {}).get("matchLabels") or {}
+        return _variants_of(client, namespace, selector, f"InferencePool {name}")
     service = client.get(f"{SERVICES.format(namespace)}/{service_name}")
     if service is None:
         return f"the route sends traffic to Service {service_name}, which does not exist"
-    selector: dict[str, Any] = service["spec"].get("selector") or {}
+    selector = service["spec"].get("selector") or {}
+    return _variants_of(client, namespace, selector, f"Service {service_name}")
+
+
+def _variants_of(
+    client: Client, namespace: str, selector: dict[str, Any], what: str
+) -> set[str] | str:
     label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
     pods = client.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector={label_selector}")
     # As the endpoints see them: a terminating pod (removed by a rollback, still Ready while it
     # shuts down) takes no new request, so it serves nothing.
     ready = [p for p in (pods or {}).get("items", []) if serving(p)]
     if not ready:
-        return f"Service {service_name} has no Ready pods"
+        return f"{what} has no Ready pods"
     return {
         "candidate"
         if (p["metadata"].get("labels") or {}).get(VARIANT_LABEL) == "candidate"

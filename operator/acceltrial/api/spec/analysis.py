@@ -51,9 +51,11 @@ class PrometheusAuth(ApiModel):
     )
 
     bearer_token_secret_ref: SecretKeyRef | None = None
-    """A Secret key holding a bearer token."""
+    """A Secret key holding a bearer token. The Secret must be labelled
+    ``acceltrial.dev/trial-readable: "true"``."""
     basic_auth_secret_ref: ObjectRef | None = None
-    """A Secret with the keys username and password."""
+    """A Secret with the keys username and password, labelled
+    ``acceltrial.dev/trial-readable: "true"``."""
     sigv4: SigV4Auth | None = None
     """Sign requests with AWS SigV4 (Amazon Managed Service for Prometheus)."""
 
@@ -62,7 +64,8 @@ class TlsConfig(ApiModel):
     """TLS settings for an https:// Prometheus."""
 
     ca_secret_ref: SecretKeyRef | None = None
-    """A Secret key holding the PEM CA bundle that signs the server's certificate."""
+    """A Secret key holding the PEM CA bundle that signs the server's certificate. The Secret
+    must be labelled ``acceltrial.dev/trial-readable: "true"``."""
     insecure_skip_verify: bool = False
     """Skip certificate verification (never in production)."""
 

@@ -21,7 +21,8 @@ from acceltrial.api.trial import GROUP, KIND, VERSION
 from acceltrial.bounded import BoundedMap
 from acceltrial.engine.candidate import TRIAL_LABEL, TrialRef
 from acceltrial.engine.report import thinned
-from acceltrial.kube.gateway import Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
 from acceltrial.providers.reports.port import ReportChanged
 
 LOG = logging.getLogger(__name__)

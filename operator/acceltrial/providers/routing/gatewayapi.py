@@ -45,7 +45,8 @@ from acceltrial.engine.routes import (
     split_rule,
 )
 from acceltrial.engine.routing import RoutingError
-from acceltrial.kube.gateway import FIELD_MANAGER, Kube, KubeError
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import FIELD_MANAGER, Kube
 from acceltrial.providers.routing.port import RoutingProblem
 
 TRIAL_ANNOTATION = "acceltrial.dev/trial"
@@ -67,9 +68,11 @@ class GatewayApiRouter:
     """The weights the trial may have written, to tell its own unfinished write from another's."""
     step_mirrors: Sequence[int] = field(default_factory=tuple)
     """The mirror percentages of its shadow steps, likewise."""
-    _seen: Manifest | None = field(default=None, init=False, repr=False, compare=False)
+    seen: Manifest | None = field(default=None, repr=False, compare=False)
     """The route as this tick observed it: weight, conflict and refusal read it once; any write
     forgets it, so read-backs see the server's answer."""
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """Problems found while configuring the router (a v1alpha2 InferencePool), for preflight."""
 
     @property
     def namespace(self) -> str:
@@ -87,14 +90,14 @@ class GatewayApiRouter:
         try:
             indices = baseline_rules(rules, self.shape, self.chosen)
         except RoutingError as error:
-            return [f"{self._where}: {error}"]
+            return [f"{self._where}: {p}" for p in (str(error), *self.notes)]
         idle = idle_baseline_problem(rules, indices, self.shape)
         found = [*rule_problems(rules, indices), *([idle] if idle else [])]
         refused = gateway_refusal(route)
         if refused:
             # Refused before the trial: a later refusal could not be told to be the candidate's.
             found.append(f"the gateway already does not use it as it is: {refused}")
-        problems = [f"{self._where}: {p}" for p in found]
+        problems = [f"{self._where}: {p}" for p in [*found, *self.notes]]
         return problems + self._grant_problems()
 
     def _grant_problems(self) -> list[str]:
@@ -109,6 +112,10 @@ class GatewayApiRouter:
             f"ReferenceGrant in {self.shape.candidate.namespace} lets it refer to "
             f"{self.shape.candidate.name} (the gateway would answer HTTP 500). Create:\n{manifest}"
         ]
+
+    def unselected_labels(self) -> frozenset[str]:
+        """The baseline Service's selector is dropped by the candidate's derivation itself."""
+        return frozenset()
 
     def snapshot(self) -> OriginalRouting:
         rules = _rules(self._route())
@@ -253,7 +260,7 @@ class GatewayApiRouter:
         trial: str | None,
         filters: dict[int, list[Manifest] | None] | None = None,
     ) -> None:
-        self._seen = None
+        self.seen = None
         try:
             self.kube.set_route_rules(route, changes, {TRIAL_ANNOTATION: trial}, filters)
         except KubeError as error:
@@ -271,9 +278,9 @@ class GatewayApiRouter:
         return now is None or now["metadata"].get("resourceVersion") != version
 
     def _observed(self) -> Manifest:
-        if self._seen is None:
-            self._seen = self._route()
-        return self._seen
+        if self.seen is None:
+            self.seen = self._route()
+        return self.seen
 
     def _route(self) -> Manifest:
         route = self.kube.http_route(self.namespace, self.route_name)

@@ -20,6 +20,11 @@ class Router(Protocol):
         """What prevents this router from working (for preflight); empty when it can."""
         ...
 
+    def unselected_labels(self) -> frozenset[str]:
+        """Labels the candidate's pods must not carry, or the baseline's backend would take them
+        in (an InferencePool's selector); empty when the router needs none dropped."""
+        ...
+
     def snapshot(self) -> OriginalRouting:
         """The routing as found, to be recorded before the first change."""
         ...

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from acceltrial.api.spec import TrialSpec
 from acceltrial.engine.candidate import TrialRef
-from acceltrial.kube.gateway import Kube
+from acceltrial.kube.gateway import Kube, Manifest
 from acceltrial.providers.routing.configure import gateway_router
 from acceltrial.providers.routing.port import Router
 from acceltrial.providers.routing.replicas import ReplicasRouter
@@ -28,13 +28,17 @@ class RouterContext:
     baseline_service: str
     candidate: str
     """Name of the candidate Deployment and Service."""
+    baseline: Callable[[], Manifest | None] = lambda: None
+    """Reads the baseline Deployment (the tick's snapshot keeps what it read)."""
 
 
 def _gatewayapi(context: RouterContext) -> Router:
     routing = context.spec.traffic.gatewayapi
     if routing is None:  # the CRD's CEL rule requires it; kept for a spec read without it
         return _replicas(context)
-    return gateway_router(context.kube, context.spec, context.trial, context.baseline_service)
+    return gateway_router(
+        context.kube, context.spec, context.trial, context.baseline_service, context.baseline
+    )
 
 
 def _replicas(context: RouterContext) -> Router:

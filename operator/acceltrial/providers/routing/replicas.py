@@ -45,6 +45,10 @@ class ReplicasRouter:
             ]
         return []
 
+    def unselected_labels(self) -> frozenset[str]:
+        """The candidate's pods keep the baseline's labels: the baseline Service takes them in."""
+        return frozenset()
+
     def snapshot(self) -> OriginalRouting:
         baseline = self.kube.deployment(self.namespace, self.baseline_deployment)
         replicas = int((baseline or {}).get("spec", {}).get("replicas", 1))

@@ -2,12 +2,14 @@
 
 Requests spread evenly over the route's rules (the simulated clients ask for every path alike);
 within a rule they split over its ``backendRefs`` by weight (default 1), then evenly over each
-backend Service's Ready pods. A backendRef resolves in its ``namespace`` (default: the route's);
-one in another namespace needs a ReferenceGrant there, else its share is answered HTTP 500 (as
-one to a missing Service or an unsupported kind is), and one whose Service has no Ready endpoints
-is answered HTTP 503. The route's ``status.parents[]`` get ``Accepted`` and ``ResolvedRefs``
-conditions with the reasons the Gateway API defines (``RefNotPermitted``, ``BackendNotFound``,
-``InvalidKind``), for the current ``metadata.generation``.
+backend's Ready pods: a Service's, or an InferencePool's (``inference.networking.k8s.io/v1``,
+the pods its selector picks; the endpoint picker's choice among them is not played). A
+backendRef resolves in its ``namespace`` (default: the route's); one in another namespace needs
+a ReferenceGrant there, else its share is answered HTTP 500 (as one to a missing backend or an
+unsupported kind is), and one whose backend has no Ready endpoints is answered HTTP 503. The
+route's ``status.parents[]`` get ``Accepted`` and ``ResolvedRefs`` conditions with the reasons
+the Gateway API defines (``RefNotPermitted``, ``BackendNotFound``, ``InvalidKind``), for the
+current ``metadata.generation``.
 
 A rule's ``RequestMirror`` filters copy its requests (``percent`` or ``fraction`` of them, all
 when neither is given) to their backend's Ready pods; the gateway discards the copies' answers,
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from acceltrial.engine.pools import POOL_GROUP, POOL_KIND
 from acceltrial.engine.routes import Service, grant_allows
 from acceltrial_testbed.sandbox.access import Access, as_access
 
@@ -82,7 +85,7 @@ def resolve(
 
     def backend(ref: Manifest, weight: int) -> Backend:
         refused = _refusal(ref, route_namespace, namespace, services, grants)
-        service = services.get(ref.get("name", "")) if refused is None else None
+        service = services.get(_key(ref)) if refused is None else None
         return Backend(ref, weight, pods_of(service) if service else (), refused)
 
     for rule in route.get("spec", {}).get("rules") or []:
@@ -113,15 +116,25 @@ def _refusal(
     services: Mapping[str, Manifest],
     grants: Sequence[Manifest],
 ) -> str | None:
-    if ref.get("kind", "Service") != "Service" or ref.get("group", "") not in ("", "core"):
+    pool = ref.get("kind") == POOL_KIND and ref.get("group") == POOL_GROUP
+    if not pool and (
+        ref.get("kind", "Service") != "Service" or ref.get("group", "") not in ("", "core")
+    ):
         return "InvalidKind"
     target = ref.get("namespace", route_namespace)
-    service = Service(str(ref.get("name", "")), target)
+    kind, group = (POOL_KIND, POOL_GROUP) if pool else ("Service", "")
+    service = Service(str(ref.get("name", "")), target, kind, group)
     if target != route_namespace and not grant_allows(grants, route_namespace, service):
         return "RefNotPermitted"
-    if target != namespace or ref.get("name") not in services:
+    if target != namespace or _key(ref) not in services:
         return "BackendNotFound"
     return None
+
+
+def _key(ref: Manifest) -> str:
+    """How ``resolve``'s backends are named: a Service by its name, a pool by kind and name."""
+    name = str(ref.get("name", ""))
+    return f"{POOL_KIND}/{name}" if ref.get("kind") == POOL_KIND else name
 
 
 def route_requests(rules: Sequence[ResolvedRule], rps: float, honors_weights: bool) -> Routed:

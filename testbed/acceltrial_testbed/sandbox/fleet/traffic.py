@@ -41,6 +41,11 @@ class ClusterView:
     route: Manifest | None = None
     grants: Sequence[Manifest] = ()
     """ReferenceGrants of the workloads' namespace."""
+    pools: Mapping[str, Manifest] = field(default_factory=dict)
+    """InferencePools (v1) of the workloads' namespace, by name."""
+
+
+POOLS = "/apis/inference.networking.k8s.io/v1"
 
 
 def read_cluster(cluster: Access | str, entry: Entry) -> ClusterView:
@@ -51,13 +56,24 @@ def read_cluster(cluster: Access | str, entry: Entry) -> ClusterView:
     services = {s["metadata"]["name"]: s for s in _get(access, f"{base}/services").get("items", [])}
     route: Manifest | None = None
     grants: list[Manifest] = []
+    pools: dict[str, Manifest] = {}
     if entry.route is not None:
         gateway = "/apis/gateway.networking.k8s.io"
         where = entry.route_namespace or entry.namespace
         route = _get(access, f"{gateway}/v1/namespaces/{where}/httproutes/{entry.route}") or None
         listed = _get(access, f"{gateway}/v1beta1/namespaces/{entry.namespace}/referencegrants")
         grants = listed.get("items", [])
-    return ClusterView(pods, services, route, grants)
+        if route is not None and _names_pools(route):  # a fifth request only where needed
+            found = _get(access, f"{POOLS}/namespaces/{entry.namespace}/inferencepools")
+            pools = {pool["metadata"]["name"]: pool for pool in found.get("items", [])}
+    return ClusterView(pods, services, route, grants, pools)
+
+
+def _names_pools(route: Manifest) -> bool:
+    rules = route.get("spec", {}).get("rules") or []
+    return any(
+        r.get("kind") == "InferencePool" for rule in rules for r in rule.get("backendRefs") or []
+    )
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,7 @@ class ClusterReading:
     services: Mapping[str, Sequence[Manifest]]
     routes: Mapping[str, Sequence[Manifest]]
     grants: Mapping[str, Sequence[Manifest]]
+    pools: Mapping[str, Sequence[Manifest]] = field(default_factory=dict)
 
     def view(self, entry: Entry) -> ClusterView:
         """What :func:`read_cluster` would have read for ``entry`` at that moment."""
@@ -82,12 +99,14 @@ class ClusterReading:
             services={s["metadata"]["name"]: s for s in self.services.get(entry.namespace, ())},
             route=route,
             grants=self.grants.get(entry.namespace, ()) if entry.route is not None else (),
+            pools={p["metadata"]["name"]: p for p in self.pools.get(entry.namespace, ())},
         )
 
 
 def read_namespaces(cluster: Access | str) -> ClusterReading:
-    """List pods, Services, HTTPRoutes and ReferenceGrants of every namespace: four requests
-    however many entries are served (a Gateway API type not installed lists as empty)."""
+    """List pods, Services, HTTPRoutes and ReferenceGrants of every namespace, and its
+    InferencePools where a route names one: four or five requests however many entries are
+    served (a type not installed lists as empty)."""
     access = as_access(cluster)
     gateway = "/apis/gateway.networking.k8s.io"
     listed = [
@@ -100,7 +119,10 @@ def read_namespaces(cluster: Access | str) -> ClusterReading:
         )
     ]
     pods, services, routes, grants = (_by_namespace(items) for items in listed)
-    return ClusterReading(pods, services, routes, grants)
+    pools: dict[str, list[Manifest]] = {}
+    if any(_names_pools(route) for route in listed[2]):
+        pools = _by_namespace(_get(access, f"{POOLS}/inferencepools").get("items", []))
+    return ClusterReading(pods, services, routes, grants, pools)
 
 
 def _by_namespace(items: Sequence[Manifest]) -> dict[str, list[Manifest]]:
@@ -146,14 +168,26 @@ def resolved_rules(view: ClusterView, entry: Entry) -> list[ResolvedRule]:
     if view.route is None:
         return []
     return resolve(
-        view.route, view.services, lambda s: _backing_pods(view, s), entry.namespace, view.grants
+        view.route,
+        {**view.services, **{_pool_key(name): pool for name, pool in view.pools.items()}},
+        lambda s: _backing_pods(view, s),
+        entry.namespace,
+        view.grants,
     )
+
+
+def _pool_key(name: str) -> str:
+    return f"InferencePool/{name}"
 
 
 def _backing_pods(view: ClusterView, service: Manifest | None) -> list[str]:
     if service is None:
         return []
-    selector: Mapping[str, str] = service.get("spec", {}).get("selector") or {}
+    spec = service.get("spec", {})
+    # A Service's selector, or an InferencePool's matchLabels: the pods either takes.
+    selector: Mapping[str, str] = spec.get("selector") or {}
+    if service.get("kind") == "InferencePool":
+        selector = (spec.get("selector") or {}).get("matchLabels") or {}
     if not selector:
         return []
     return [

@@ -135,5 +135,6 @@ def test_a_rule_to_the_baselines_pool_splits_like_a_service_rule() -> None:
         ref("other", weight=100),
         ref("llama3-inf2-candidate", weight=75),
     ]
+    assert split_rule([ref("gpu"), ref("other")], shape, 0) == [ref("gpu"), ref("other")]
     service = {"name": "gpu", "port": 8000}
     assert not shape.baseline.matches(service, "serving"), "a Service of that name is not the pool"

@@ -199,7 +199,8 @@ def split_rule(refs: Sequence[Mapping[str, Any]], shape: RouteShape, weight: int
     stand_in = {k: v for k, v in base.items() if k not in ("kind", "group")} | {"name": marker}
     marked = [stand_in if i == position else r for i, r in enumerate(original)]
     result = split(marked, marker, candidate_ref(base, shape), weight)
-    result[position] = dict(base, weight=result[position]["weight"])
+    weighted = {"weight": result[position]["weight"]} if "weight" in result[position] else {}
+    result[position] = dict(base, **weighted)
     return result
 
 

@@ -176,6 +176,6 @@ def _grant(route_namespace: str, namespace: str) -> Manifest:
         "metadata": {"name": f"httproutes-from-{route_namespace}", "namespace": namespace},
         "spec": {
             "from": [{"group": GATEWAY, "kind": "HTTPRoute", "namespace": route_namespace}],
-            "to": [{"group": "", "kind": "Service"}],
+            "to": [{"group": "", "kind": "Service"}, {"group": POOL_GROUP, "kind": POOL_KIND}],
         },
     }

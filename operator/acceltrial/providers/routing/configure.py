@@ -91,5 +91,4 @@ def _routes(
         trial=f"{trial.namespace}/{trial.name}",
         step_weights=[step.weight for step in spec.steps if step.weight],
         step_mirrors=[step.mirror for step in spec.steps if step.mirror],
-        seen=route,
-    )
+    ).seen_as(route)

@@ -68,11 +68,17 @@ class GatewayApiRouter:
     """The weights the trial may have written, to tell its own unfinished write from another's."""
     step_mirrors: Sequence[int] = field(default_factory=tuple)
     """The mirror percentages of its shadow steps, likewise."""
-    seen: Manifest | None = field(default=None, repr=False, compare=False)
+    _seen: Manifest | None = field(default=None, init=False, repr=False, compare=False)
     """The route as this tick observed it: weight, conflict and refusal read it once; any write
-    forgets it, so read-backs see the server's answer."""
+    forgets it, so read-backs see the server's answer. A copy of the router (another tick)
+    reads it again."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """Problems found while configuring the router (a v1alpha2 InferencePool), for preflight."""
+
+    def seen_as(self, route: Manifest | None) -> GatewayApiRouter:
+        """This tick's route, as configuring the router already read it (None: read it)."""
+        self._seen = route
+        return self
 
     @property
     def namespace(self) -> str:
@@ -260,7 +266,7 @@ class GatewayApiRouter:
         trial: str | None,
         filters: dict[int, list[Manifest] | None] | None = None,
     ) -> None:
-        self.seen = None
+        self._seen = None
         try:
             self.kube.set_route_rules(route, changes, {TRIAL_ANNOTATION: trial}, filters)
         except KubeError as error:
@@ -278,9 +284,9 @@ class GatewayApiRouter:
         return now is None or now["metadata"].get("resourceVersion") != version
 
     def _observed(self) -> Manifest:
-        if self.seen is None:
-            self.seen = self._route()
-        return self.seen
+        if self._seen is None:
+            self._seen = self._route()
+        return self._seen
 
     def _route(self) -> Manifest:
         route = self.kube.http_route(self.namespace, self.route_name)

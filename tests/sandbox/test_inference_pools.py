@@ -195,15 +195,33 @@ def test_preflight_refuses_what_the_setup_cannot_do_and_says_why(served: Backend
     problems = router_for(kube, baseline, shadow_spec)().problems()
     assert any("also selects the pods of Deployment(s) llama3-gpu-spare" in p for p in problems)
     assert any("a mirror step copies requests to a pool" in p for p in problems)
+    # Another rule sends to the baseline's Service: a trial splits the pool's rules or those.
+    both = route(POOL_REF)
+    both["spec"]["rules"].append(
+        {"name": "completions", "backendRefs": [{"name": "llama3-gpu", "port": 8000}]}
+    )
+    assert (
+        api.request(
+            "PUT", f"{ROUTES}/llama3", {**api.get(f"{ROUTES}/llama3").body, "spec": both["spec"]}
+        ).status
+        == 200
+    )
+    problems = router_for(kube, baseline)().problems()
+    assert any(
+        "rule 'completions' send the baseline's traffic to Service llama3-gpu" in p
+        for p in problems
+    ), problems
 
 
-def test_a_v1alpha2_pool_is_refused_with_the_move_to_v1(served: Backend, api: Api) -> None:
+def test_a_v1alpha2_or_missing_pool_is_refused_with_the_fix(served: Backend, api: Api) -> None:
     baseline = deployment("llama3-gpu", GPU_PODS)
     assert api.post(DEPLOYMENTS, baseline).status == 201
     legacy = copy.deepcopy(POOL_REF) | {"group": ALPHA}
-    assert api.post(ROUTES, route(legacy)).status == 201
+    missing = copy.deepcopy(POOL_REF) | {"name": "gone"}
+    assert api.post(ROUTES, route(legacy, missing)).status == 201
     kube = Kube(config.new_client_from_config(config_file=str(served.kubeconfig)))
     router = router_for(kube, api.get(f"{DEPLOYMENTS}/llama3-gpu").body)()
     assert isinstance(router, GatewayApiRouter)
     problems = router.problems()
     assert any("(v1alpha2, deprecated)" in p and "move the pool" in p for p in problems), problems
+    assert any("InferencePool gone, which the route names, not found" in p for p in problems)

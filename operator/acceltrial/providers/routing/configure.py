@@ -5,7 +5,8 @@ candidate pool (providers/routing/pools.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from acceltrial.api.spec import TrialSpec
 from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_name
@@ -48,12 +49,7 @@ def gateway_router(
     pool = baseline_pool_name(rules, found, deployment) if deployment is not None else None
     if pool is None:
         router = _routes(spec, trial, kube, Service(baseline_service, trial.namespace), route)
-        if any(ref.get("group") == ALPHA_POOL_GROUP for ref in refs):
-            router.notes = (
-                f"the route refers to an InferencePool of {ALPHA_POOL_GROUP} (v1alpha2, "
-                f"deprecated): acceltrial splits {POOL_GROUP}/v1 pools; move the pool and the "
-                "route's reference to v1",
-            )
+        router.notes = _pool_notes(refs, pools)
         return router
     assert deployment is not None
     backend = Service(pool, trial.namespace, kind=POOL_KIND, group=POOL_GROUP)
@@ -64,7 +60,23 @@ def gateway_router(
         baseline=deployment,
         candidate_selector=candidate_labels(trial),
         mirrors=any(step.mirror for step in spec.steps),
+        baseline_service=baseline_service,
     )
+
+
+def _pool_notes(
+    refs: list[Mapping[str, Any]], pools: Mapping[str, Manifest | None]
+) -> tuple[str, ...]:
+    """Why no pool of the route was taken for the baseline's, where it names pools."""
+    notes = [f"InferencePool {name}, which the route names, not found"
+             for name, pool in pools.items() if pool is None]  # fmt: skip
+    if any(ref.get("group") == ALPHA_POOL_GROUP for ref in refs):
+        notes.append(
+            f"the route refers to an InferencePool of {ALPHA_POOL_GROUP} (v1alpha2, "
+            f"deprecated): acceltrial splits {POOL_GROUP}/v1 pools; move the pool and the "
+            "route's reference to v1"
+        )
+    return tuple(notes)
 
 
 def _routes(

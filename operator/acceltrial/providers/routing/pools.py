@@ -31,6 +31,7 @@ from acceltrial.engine.pools import (
     pod_labels,
     pool_problems,
 )
+from acceltrial.engine.routes import Service, rule_label
 from acceltrial.kube.calls import KubeError
 from acceltrial.kube.gateway import Kube, Manifest
 from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
@@ -56,10 +57,14 @@ class PoolRouter:
     """Labels of the candidate's pods, and only theirs: the candidate pool's selector."""
     mirrors: bool = False
     """Whether the trial has mirror steps (refused with pools)."""
+    baseline_service: str = ""
+    """The baseline's Service: a route sending to it as well as to the pool is refused."""
 
     @property
     def namespace(self) -> str:
-        return self.routes.namespace
+        """Where the pools, the pods and the pickers are: the trial's namespace (the route may
+        be in another, a shared gateway's)."""
+        return self.trial.namespace
 
     @property
     def baseline_pool(self) -> str:
@@ -75,14 +80,34 @@ class PoolRouter:
 
     def problems(self) -> list[str]:
         found = self.routes.problems()
-        route = self.kube.http_route(self.namespace, self.routes.route_name)
+        route = self.kube.http_route(self.routes.namespace, self.routes.route_name)
         if route is None:
             return found
         rules = route.get("spec", {}).get("rules") or []
         pools = {self.baseline_pool: self._baseline_pool()}
         deployments = self.kube.deployments(self.namespace)
         found += pool_problems(rules, pools, self.baseline, deployments, self.mirrors)
-        return found + self._picker_problems()
+        return found + self._service_problems(rules) + self._picker_problems()
+
+    def _service_problems(self, rules: Sequence[Manifest]) -> list[str]:
+        """Rules to the baseline's Service beside rules to its pool: splitting only the pool's
+        would leave the Service's on the baseline, which promotion scales to zero."""
+        service = Service(self.baseline_service, self.namespace)
+        both = [
+            rule_label(rule, index)
+            for index, rule in enumerate(rules)
+            if any(
+                service.matches(ref, self.routes.namespace) for ref in rule.get("backendRefs") or []
+            )
+        ]
+        if not both or not self.baseline_service:
+            return []
+        return [
+            f"HTTPRoute {self.routes.namespace}/{self.routes.route_name}: {', '.join(both)} send "
+            f"the baseline's traffic to Service {self.baseline_service} as well as other rules to "
+            f"InferencePool {self.baseline_pool}; a trial splits one of them: send all of the "
+            "baseline's traffic through the pool (or all through the Service)"
+        ]
 
     def _picker_problems(self) -> list[str]:
         try:

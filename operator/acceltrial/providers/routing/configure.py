@@ -61,6 +61,7 @@ def gateway_router(
         candidate_selector=candidate_labels(trial),
         mirrors=any(step.mirror for step in spec.steps),
         baseline_service=baseline_service,
+        pools=pools,
     )
 
 

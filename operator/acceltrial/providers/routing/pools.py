@@ -11,7 +11,7 @@ candidate's Deployment is. The trial owns both until then, so deleting the trial
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from acceltrial.api.status import OriginalRouting
@@ -59,6 +59,8 @@ class PoolRouter:
     """Whether the trial has mirror steps (refused with pools)."""
     baseline_service: str = ""
     """The baseline's Service: a route sending to it as well as to the pool is refused."""
+    pools: Mapping[str, Manifest | None] = field(default_factory=dict)
+    """Every v1 pool the route names, by name, as this tick read them (None: not found)."""
 
     @property
     def namespace(self) -> str:
@@ -84,7 +86,7 @@ class PoolRouter:
         if route is None:
             return found
         rules = route.get("spec", {}).get("rules") or []
-        pools = {self.baseline_pool: self._baseline_pool()}
+        pools = {**self.pools, self.baseline_pool: self._baseline_pool()}
         deployments = self.kube.deployments(self.namespace)
         found += pool_problems(rules, pools, self.baseline, deployments, self.mirrors)
         return found + self._service_problems(rules) + self._picker_problems()
@@ -169,6 +171,8 @@ class PoolRouter:
         return {key: manifest for key, manifest in found.items() if manifest is not None}
 
     def _baseline_pool(self) -> Manifest | None:
+        if self.baseline_pool in self.pools:  # read by this tick's configuration already
+            return self.pools[self.baseline_pool]
         return self.kube.inference_pool(self.namespace, self.baseline_pool)
 
     def _ensure_candidate_pool(self) -> None:

@@ -132,9 +132,14 @@ def _refusal(
 
 
 def _key(ref: Manifest) -> str:
-    """How ``resolve``'s backends are named: a Service by its name, a pool by kind and name."""
+    """How ``resolve``'s backends are named: a Service by its name, a pool by ``pool_key``."""
     name = str(ref.get("name", ""))
-    return f"{POOL_KIND}/{name}" if ref.get("kind") == POOL_KIND else name
+    return pool_key(name) if ref.get("kind") == POOL_KIND else name
+
+
+def pool_key(name: str) -> str:
+    """An InferencePool among ``resolve``'s backends (Services are keyed by their name)."""
+    return f"{POOL_KIND}/{name}"
 
 
 def route_requests(rules: Sequence[ResolvedRule], rps: float, honors_weights: bool) -> Routed:

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acceltrial_testbed.sandbox.access import Access, as_access
-from acceltrial_testbed.sandbox.fleet.gateway import ResolvedRule, Routed, resolve, route_requests
+from acceltrial_testbed.sandbox.fleet.gateway import (
+    ResolvedRule,
+    Routed,
+    pool_key,
+    resolve,
+    route_requests,
+)
 
 Manifest = dict[str, Any]
 
@@ -169,15 +175,11 @@ def resolved_rules(view: ClusterView, entry: Entry) -> list[ResolvedRule]:
         return []
     return resolve(
         view.route,
-        {**view.services, **{_pool_key(name): pool for name, pool in view.pools.items()}},
+        {**view.services, **{pool_key(name): pool for name, pool in view.pools.items()}},
         lambda s: _backing_pods(view, s),
         entry.namespace,
         view.grants,
     )
-
-
-def _pool_key(name: str) -> str:
-    return f"InferencePool/{name}"
 
 
 def _backing_pods(view: ClusterView, service: Manifest | None) -> list[str]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from acceltrial_testbed.sandbox.access import Access
 from acceltrial_testbed.sandbox.cluster import Sandbox
@@ -40,7 +41,10 @@ from acceltrial_testbed.sandbox.realplane.binaries import (
     find_binaries,
 )
 from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
-from tests.conftest import tool
+from tests.conftest import EXAMPLES, REPO, tool
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/default/acceleratortrials"
 
 
 @dataclass
@@ -275,3 +279,31 @@ def require_real_control_plane() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the real control plane: {missing}")
         pytest.skip(str(missing))
+
+
+@pytest.fixture
+def with_crd(api: Api) -> Api:
+    """The API with the AcceleratorTrial CRD installed and its kind served."""
+    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
+    assert api.post(CRDS, crd).status == 201
+    served(api, crd["metadata"]["name"], TRIALS)
+    return api
+
+
+def served(api: Api, crd: str, collection: str) -> None:
+    """Wait until the new kind is served: a real API server establishes a CRD moments after the
+    create and answers 429 while the kind's storage initializes (the emulator: at once)."""
+    eventually(lambda: established(api, crd))
+    eventually(lambda: api.get(collection).status == 200)
+
+
+def established(api: Api, name: str) -> bool:
+    conditions = (api.get(f"{CRDS}/{name}").body.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def example() -> dict[str, Any]:
+    """The shipped HTTPRoute example as the trial ``trial`` in the default namespace."""
+    body: dict[str, Any] = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
+    body["metadata"] = {"name": "trial"}
+    return body

@@ -6,39 +6,8 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.conftest import EXAMPLES, REPO
-from tests.sandbox.conftest import Api, eventually
-
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/default/acceleratortrials"
-
-
-@pytest.fixture
-def with_crd(api: Api) -> Api:
-    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
-    assert api.post(CRDS, crd).status == 201
-    served(api, crd["metadata"]["name"], TRIALS)
-    return api
-
-
-def served(api: Api, crd: str, collection: str) -> None:
-    """Wait until the new kind is served: a real API server establishes a CRD moments after the
-    create and answers 429 while the kind's storage initializes (the emulator: at once)."""
-    eventually(lambda: established(api, crd))
-    eventually(lambda: api.get(collection).status == 200)
-
-
-def established(api: Api, name: str) -> bool:
-    conditions = (api.get(f"{CRDS}/{name}").body.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-
-def example() -> dict[str, Any]:
-    body: dict[str, Any] = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
-    body["metadata"] = {"name": "trial"}
-    return body
+from tests.sandbox.conftest import CRDS, TRIALS, Api, eventually, example, served
 
 
 def test_creating_a_crd_registers_the_kind_in_discovery(with_crd: Api) -> None:

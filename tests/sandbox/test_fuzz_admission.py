@@ -18,8 +18,7 @@ from hypothesis import given
 from acceltrial.api.validation import validate_trial
 from tests.conftest import REPO
 from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests
-from tests.sandbox.conftest import Api
-from tests.sandbox.test_crd import CRDS, TRIALS, served
+from tests.sandbox.conftest import CRDS, TRIALS, Api, served
 
 pytestmark = pytest.mark.slow
 

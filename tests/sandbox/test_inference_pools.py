@@ -25,7 +25,7 @@ from acceltrial.providers.routing.configure import gateway_router
 from acceltrial.providers.routing.gatewayapi import GatewayApiRouter
 from acceltrial.providers.routing.pools import PoolRouter
 from tests.handlers.conftest import trial_spec
-from tests.sandbox.conftest import Api, Backend
+from tests.sandbox.conftest import TRIALS, Api, Backend, example
 
 NS = "default"
 POOLS = f"/apis/inference.networking.k8s.io/v1/namespaces/{NS}/inferencepools"
@@ -35,7 +35,8 @@ DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NS}/deployments"
 SERVICES = f"/api/v1/namespaces/{NS}/services"
 POOL_REF = {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "llama3-gpu"}
 GPU_PODS = {"app": "llama3-gpu", "model": "llama3-8b", "accelerator": "gpu"}
-TRIAL = TrialRef("llama3-inf2", NS, "0f6c1b8e-0000-4000-8000-0000000000aa")
+PREFLIGHT_ONLY = TrialRef("llama3-inf2", NS, "0f6c1b8e-0000-4000-8000-0000000000aa")
+"""The trial of tests that create nothing it would own."""
 
 
 def deployment(name: str, labels: dict[str, str], args: list[str] | None = None) -> dict[str, Any]:
@@ -76,6 +77,15 @@ def served(cluster: Backend, backend: str) -> Backend:
     return cluster
 
 
+@pytest.fixture
+def trial(served: Backend, with_crd: Api) -> TrialRef:
+    """A real AcceleratorTrial to own the candidate's pool and picker: the real plane's garbage
+    collector deletes what names an owner it cannot find, once the kind is served."""
+    body = example() | {"metadata": {"name": PREFLIGHT_ONLY.name}}
+    uid = with_crd.post(TRIALS.replace("/default/", f"/{NS}/"), body).body["metadata"]["uid"]
+    return TrialRef(PREFLIGHT_ONLY.name, NS, uid)
+
+
 def install(api: Api, picker: bool = True) -> dict[str, Any]:
     """The GPU baseline, its pool (and endpoint picker) and the route; the baseline as stored."""
     baseline = deployment("llama3-gpu", GPU_PODS)
@@ -99,18 +109,21 @@ def install(api: Api, picker: bool = True) -> dict[str, Any]:
 
 
 def router_for(
-    kube: Kube, baseline: dict[str, Any], spec: TrialSpec | None = None
+    kube: Kube,
+    baseline: dict[str, Any],
+    spec: TrialSpec | None = None,
+    trial: TrialRef = PREFLIGHT_ONLY,
 ) -> Callable[[], Any]:
     """A router as one tick of the operator builds it."""
-    return lambda: gateway_router(kube, spec or trial_spec(), TRIAL, "llama3-gpu", lambda: baseline)
+    return lambda: gateway_router(kube, spec or trial_spec(), trial, "llama3-gpu", lambda: baseline)
 
 
 def test_a_route_to_the_baselines_pool_is_split_between_two_pools_and_restored_exactly(
-    served: Backend, api: Api
+    served: Backend, api: Api, trial: TrialRef
 ) -> None:
     baseline = install(api)
     kube = Kube(config.new_client_from_config(config_file=str(served.kubeconfig)))
-    tick = router_for(kube, baseline)
+    tick = router_for(kube, baseline, trial=trial)
     router = tick()
     assert isinstance(router, PoolRouter)
     assert router.problems() == []
@@ -126,15 +139,15 @@ def test_a_route_to_the_baselines_pool_is_split_between_two_pools_and_restored_e
         {**POOL_REF, "name": "llama3-inf2-candidate", "weight": 5},
     ]
     created = api.get(f"{POOLS}/llama3-inf2-candidate").body
-    assert created["spec"]["selector"]["matchLabels"] == candidate_labels(TRIAL)
+    assert created["spec"]["selector"]["matchLabels"] == candidate_labels(trial)
     assert created["spec"]["targetPorts"] == [{"number": 8000}]
     assert created["spec"]["endpointPickerRef"]["name"] == "llama3-inf2-candidate-epp"
-    assert created["metadata"]["ownerReferences"][0]["uid"] == TRIAL.uid
+    assert created["metadata"]["ownerReferences"][0]["uid"] == trial.uid
     picker = api.get(f"{DEPLOYMENTS}/llama3-inf2-candidate-epp").body
     args = picker["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args == ["--pool-name", "llama3-inf2-candidate", "--pool-namespace", NS, "--v=2"]
     labels = picker["spec"]["template"]["metadata"]["labels"]
-    assert not candidate_labels(TRIAL).items() <= labels.items(), "not in the candidate's pool"
+    assert not candidate_labels(trial).items() <= labels.items(), "not in the candidate's pool"
     assert api.get(f"{SERVICES}/llama3-inf2-candidate-epp").status == 200
     assert tick().weight(original) == 5
     assert tick().conflict(5, original) is None
@@ -150,28 +163,28 @@ def test_a_route_to_the_baselines_pool_is_split_between_two_pools_and_restored_e
 
 
 def test_at_promotion_the_candidates_pool_and_picker_are_handed_over(
-    served: Backend, api: Api
+    served: Backend, api: Api, trial: TrialRef
 ) -> None:
     baseline = install(api)
     kube = Kube(config.new_client_from_config(config_file=str(served.kubeconfig)))
-    tick = router_for(kube, baseline)
+    tick = router_for(kube, baseline, trial=trial)
     original = tick().snapshot()
     tick().set_weight(100, original)
     tick().release()
     handed = api.get(f"{POOLS}/llama3-inf2-candidate").body
     assert not handed["metadata"].get("ownerReferences"), "it outlives the trial"
-    assert handed["metadata"]["labels"]["acceltrial.dev/promoted-by"] == TRIAL.name
+    assert handed["metadata"]["labels"]["acceltrial.dev/promoted-by"] == trial.name
     picker = api.get(f"{DEPLOYMENTS}/llama3-inf2-candidate-epp").body
     assert not picker["metadata"].get("ownerReferences")
     assert "inferencePool" in tick().committed()
 
 
 def test_a_pool_without_a_picker_gets_a_candidate_pool_without_one(
-    served: Backend, api: Api
+    served: Backend, api: Api, trial: TrialRef
 ) -> None:
     baseline = install(api, picker=False)
     kube = Kube(config.new_client_from_config(config_file=str(served.kubeconfig)))
-    tick = router_for(kube, baseline)
+    tick = router_for(kube, baseline, trial=trial)
     original = tick().snapshot()
     tick().set_weight(25, original)
     created = api.get(f"{POOLS}/llama3-inf2-candidate").body

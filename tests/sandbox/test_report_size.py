@@ -1,7 +1,11 @@
 """A long trial's report on an API server (both backends; the real kube-apiserver is where the
 limit comes from): a ConfigMap's data may hold 1 MiB, which a full timeline with a dozen more
 figures a variant passes. The report store writes it thinned to fit; the same report whole is
-refused (422, FieldValueTooLong), so the test can fail."""
+refused (422, FieldValueTooLong), so the test can fail.
+
+The report is owned by a real AcceleratorTrial: the real plane's garbage collector deletes a
+ConfigMap whose owner it cannot find, once the kind is served (another test on the same plane may
+have installed the CRD and removed it since)."""
 
 from __future__ import annotations
 
@@ -15,7 +19,16 @@ from acceltrial.engine.candidate import TrialRef
 from acceltrial.kube.calls import KubeError
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.reports.configmap import REPORT_MAX_BYTES, ConfigMapReports, fitted
-from tests.sandbox.conftest import CONFIGMAPS, Api, Backend, Reply, configmap, eventually
+from tests.sandbox.conftest import (
+    CONFIGMAPS,
+    TRIALS,
+    Api,
+    Backend,
+    Reply,
+    configmap,
+    eventually,
+    example,
+)
 from tests.unit.test_long_report import run
 
 
@@ -32,10 +45,11 @@ def long_report() -> Report:
 
 
 def test_a_long_trials_report_is_written_thinned_where_it_whole_is_refused(
-    cluster: Backend, api: Api
+    cluster: Backend, with_crd: Api
 ) -> None:
+    api = with_crd
     kube = Kube(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
-    owner = api.post(CONFIGMAPS, configmap("trial")).body["metadata"]["uid"]
+    owner = api.post(TRIALS, example()).body["metadata"]["uid"]
     trial = TrialRef("trial", "default", owner)
     report = long_report()
 

@@ -8,7 +8,6 @@ import urllib.request
 from typing import Any
 
 from botocore.session import Session
-from moto.server import ThreadedMotoServer
 
 from acceltrial_testbed.sandbox.topology import Topology
 
@@ -23,6 +22,10 @@ class SandboxEks:
     """A moto server holding the cluster and its managed node groups."""
 
     def __init__(self, topology: Topology) -> None:
+        # Imported here: moto costs a demo 1-2 CPU-seconds to import; only topologies with
+        # managed node groups need it.
+        from moto.server import ThreadedMotoServer  # noqa: PLC0415 (see above)
+
         self.topology = topology
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self.endpoint = ""

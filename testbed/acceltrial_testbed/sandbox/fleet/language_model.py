@@ -22,7 +22,6 @@ import zlib
 from dataclasses import dataclass
 from typing import Literal
 
-import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
@@ -105,6 +104,8 @@ class TinyModel:
         precision is bfloat16."""
         if self.precision == "float32":
             return values
+        import ml_dtypes  # noqa: PLC0415 (1-3 CPU-seconds to import; only quality needs it)
+
         return np.asarray(values.astype(ml_dtypes.bfloat16).astype(np.float32))
 
     def log_probabilities(self, context: list[int]) -> _Array:

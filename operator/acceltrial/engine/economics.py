@@ -146,7 +146,8 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 def instance_share(per_pod: float | None, per_instance: float | None) -> float | None:
     """The share of an instance one pod takes; None if unknown or more than one instance."""
-    share = _ratio(_positive(per_pod), per_instance)
+    # _positive again: a tiny share divided can underflow to 0.0, and a share of 0 is no figure
+    share = _positive(_ratio(_positive(per_pod), per_instance))
     if share is None or share > 1:
         return None
     return share

@@ -1,6 +1,7 @@
-"""Many namespaces' simulated servers on the emulated cluster: the cluster is read once per tick
-for all of them (four list requests, whatever the number of namespaces), each namespace's pods
-serve its own profile and route, and one scrape names each metric family once."""
+"""Many namespaces' simulated servers on the emulated cluster: the cluster is listed once for all
+of them (four list requests, whatever the number of namespaces) and then followed by watches, so
+a tick asks the API server nothing; each namespace's pods serve its own profile and route, a
+change made since is served, and one scrape names each metric family once."""
 
 from __future__ import annotations
 
@@ -92,12 +93,10 @@ def fleets() -> Iterator[tuple[Fleets, CountedAccess]]:
         yield made, access
 
 
-def test_one_tick_reads_the_cluster_once_for_every_namespace(
+def test_each_kind_is_listed_once_for_every_namespace_and_ticks_ask_nothing(
     fleets: tuple[Fleets, CountedAccess],
 ) -> None:
     made, access = fleets
-    access.asked.clear()
-    made.advance()
     asked = sorted(url.removeprefix(access.url) for url in access.asked)
     assert asked == [
         "/api/v1/pods",
@@ -105,6 +104,10 @@ def test_one_tick_reads_the_cluster_once_for_every_namespace(
         "/apis/gateway.networking.k8s.io/v1/httproutes",
         "/apis/gateway.networking.k8s.io/v1beta1/referencegrants",
     ]
+    access.asked.clear()
+    for _ in range(3):
+        made.advance()
+    assert access.asked == [], "followed by watches, not read again"
 
 
 def test_each_namespace_serves_its_own_route_and_profile(
@@ -132,3 +135,20 @@ def test_each_namespace_exports_only_its_own_pods(fleets: tuple[Fleets, CountedA
 def test_a_namespace_given_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="one spec per namespace: first given twice"):
         Fleets("http://unused", [spec("first", 1.0), spec("first", 2.0)])
+
+
+def test_a_change_made_since_is_served_without_reading_again(
+    fleets: tuple[Fleets, CountedAccess],
+) -> None:
+    made, access = fleets
+    access.asked.clear()
+    client = Client(access.url)
+    client.merge("/apis/apps/v1/namespaces/third/deployments/llama3-gpu", {"spec": {"replicas": 3}})
+
+    def three_serving() -> bool:
+        made.advance()
+        return len(made["third"].pods("baseline")) == 3
+
+    eventually(three_serving, timeout=20)
+    assert made["third"].snapshot().variants["baseline"].offered_rps == pytest.approx(30.0)
+    assert access.asked == []

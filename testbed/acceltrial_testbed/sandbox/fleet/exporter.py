@@ -1,7 +1,8 @@
 """The fleet itself: per-pod counters that grow with the traffic each pod serves, exported as the
 real servers and exporters export them.
 
-Every ``tick_seconds`` the fleet re-reads the cluster (pods, Services, the HTTPRoute), splits the
+Every ``tick_seconds`` the fleet reads the cluster (pods, Services, the HTTPRoute: followed by
+watches, ``watching``; a reader can be given), splits the
 total request rate, and sets each Ready pod's rates from what its variant's model serves at that
 load. Between ticks each pod draws its requests at those rates (``draws``: Poisson arrivals, and
 each request's latency, tokens and outcome, from streams seeded by ``FleetSpec.seed``), and its
@@ -56,12 +57,12 @@ from acceltrial_testbed.sandbox.fleet.traffic import (
     ClusterView,
     Entry,
     Manifest,
-    read_cluster,
     read_nodes,
     ready,
     resolved_rules,
     routed,
 )
+from acceltrial_testbed.sandbox.fleet.watching import WatchedCollections, watched_reader
 
 TTFT_SHARE = 0.1
 """Share of a request's latency spent before the first token (prefill)."""
@@ -156,7 +157,7 @@ class Fleet(Collector):
         spec: FleetSpec,
         *,
         clock: Callable[[], float] = time.monotonic,
-        reader: Callable[[Access, Entry], ClusterView] = read_cluster,
+        reader: Callable[[Access, Entry], ClusterView] | None = None,
         node_reader: Callable[[Access], Sequence[Manifest]] = read_nodes,
         wall_clock: Callable[[], float] = time.time,
         status_writer: Callable[[Access, Manifest, list[Manifest]], None] = write_route_status,
@@ -166,6 +167,10 @@ class Fleet(Collector):
         self.spec = spec
         self._clock = clock
         self._wall_clock = wall_clock
+        self._watched: WatchedCollections | None = None
+        if reader is None:  # the cluster as a gateway follows it: by watches
+            self._watched = WatchedCollections(self.access)
+            reader = watched_reader(self._watched)
         self._read = reader
         self._read_nodes = node_reader
         self._write_status = status_writer
@@ -318,6 +323,8 @@ class Fleet(Collector):
 
     def stop(self) -> None:
         self._ticking.stop()
+        if self._watched is not None:
+            self._watched.stop()
 
     # -- exporting -------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 A test or benchmark that runs dozens of trials side by side (each in its own namespace, with its
 own serving profiles) would load the API server with one :class:`Fleet` per namespace: each
-reads pods, Services, the route and grants four times a second. :class:`Fleets` lists each kind
-once per tick across namespaces (:func:`read_namespaces`) and hands every fleet its cut. Each
+would follow pods, Services, routes and grants with watches of its own. :class:`Fleets` follows
+each kind once across namespaces (``watching``) and hands every fleet its cut on each tick. Each
 fleet stays its own collector, to be served as its own scrape target: one target for dozens of
 namespaces' pods would take longer to render than Prometheus' scrape timeout on a busy machine.
 """
@@ -20,8 +20,8 @@ from acceltrial_testbed.sandbox.fleet.traffic import (
     ClusterReading,
     ClusterView,
     Entry,
-    read_namespaces,
 )
+from acceltrial_testbed.sandbox.fleet.watching import WatchedCollections, watched_namespaces
 
 
 class Fleets:
@@ -33,13 +33,17 @@ class Fleets:
         specs: Sequence[FleetSpec],
         *,
         clock: Callable[[], float] = time.monotonic,
-        reader: Callable[[Access], ClusterReading] = read_namespaces,
+        reader: Callable[[Access], ClusterReading] | None = None,
     ) -> None:
         namespaces = [spec.entry.namespace for spec in specs]
         doubled = sorted({n for n in namespaces if namespaces.count(n) > 1})
         if doubled:
             raise ValueError(f"one spec per namespace: {', '.join(doubled)} given twice")
         self.access = as_access(cluster)
+        self._watched: WatchedCollections | None = None
+        if reader is None:  # every kind followed by one cluster-wide watch
+            self._watched = WatchedCollections(self.access)
+            reader = watched_namespaces(self._watched)
         self._read = reader
         self._reading = ClusterReading({}, {}, {}, {})
         self.fleets = {
@@ -66,3 +70,5 @@ class Fleets:
 
     def stop(self) -> None:
         self._ticking.stop()
+        if self._watched is not None:
+            self._watched.stop()

@@ -69,13 +69,13 @@ def read_cluster(cluster: Access | str, entry: Entry) -> ClusterView:
         route = _get(access, f"{gateway}/v1/namespaces/{where}/httproutes/{entry.route}") or None
         listed = _get(access, f"{gateway}/v1beta1/namespaces/{entry.namespace}/referencegrants")
         grants = listed.get("items", [])
-        if route is not None and _names_pools(route):  # a fifth request only where needed
+        if route is not None and names_pools(route):  # a fifth request only where needed
             found = _get(access, f"{POOLS}/namespaces/{entry.namespace}/inferencepools")
             pools = {pool["metadata"]["name"]: pool for pool in found.get("items", [])}
     return ClusterView(pods, services, route, grants, pools)
 
 
-def _names_pools(route: Manifest) -> bool:
+def names_pools(route: Manifest) -> bool:
     rules = route.get("spec", {}).get("rules") or []
     return any(
         r.get("kind") == "InferencePool" for rule in rules for r in rule.get("backendRefs") or []
@@ -124,14 +124,14 @@ def read_namespaces(cluster: Access | str) -> ClusterReading:
             f"{gateway}/v1beta1/referencegrants",
         )
     ]
-    pods, services, routes, grants = (_by_namespace(items) for items in listed)
+    pods, services, routes, grants = (by_namespace(items) for items in listed)
     pools: dict[str, list[Manifest]] = {}
-    if any(_names_pools(route) for route in listed[2]):
-        pools = _by_namespace(_get(access, f"{POOLS}/inferencepools").get("items", []))
+    if any(names_pools(route) for route in listed[2]):
+        pools = by_namespace(_get(access, f"{POOLS}/inferencepools").get("items", []))
     return ClusterReading(pods, services, routes, grants, pools)
 
 
-def _by_namespace(items: Sequence[Manifest]) -> dict[str, list[Manifest]]:
+def by_namespace(items: Sequence[Manifest]) -> dict[str, list[Manifest]]:
     grouped: dict[str, list[Manifest]] = {}
     for item in items:
         grouped.setdefault(item["metadata"].get("namespace", ""), []).append(item)

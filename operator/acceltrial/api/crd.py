@@ -11,6 +11,8 @@ free-form objects with ``x-kubernetes-preserve-unknown-fields``. The output is d
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 import yaml
@@ -164,7 +166,14 @@ NAME_LENGTH_RULE = cel(
 
 
 def open_api_schema() -> Schema:
-    """The openAPIV3Schema of the AcceleratorTrial CRD."""
+    """The openAPIV3Schema of the AcceleratorTrial CRD (a copy the caller may change)."""
+    return copy.deepcopy(shared_open_api_schema())
+
+
+@functools.cache
+def shared_open_api_schema() -> Schema:
+    """The openAPIV3Schema, built once per process and shared: read it, never change it.
+    Validation reads it for every trial it checks; building it from the models took 0.1 s."""
     return {
         "description": "A controlled trial of a Neuron (Inferentia2/Trainium) variant of a model "
         "server beside its GPU Deployment: traffic moves in steps, each judged from Prometheus, "

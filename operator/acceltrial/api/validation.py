@@ -21,7 +21,7 @@ from pydantic_core import ErrorDetails
 
 from acceltrial.api.base import CEL_RULES_KEY
 from acceltrial.api.cel import Schema, apply_defaults, check_rules
-from acceltrial.api.crd import open_api_schema
+from acceltrial.api.crd import shared_open_api_schema
 from acceltrial.api.placeholders import ALLOWED_PLACEHOLDERS
 from acceltrial.api.spec import PLACEHOLDER_MESSAGE
 from acceltrial.api.trial import API_VERSION, GROUP, KIND, AcceleratorTrial
@@ -124,7 +124,7 @@ def _metadata_problems(body: dict[str, Any]) -> list[Problem]:
     if not isinstance(metadata, dict) or not (metadata.get("name") or metadata.get("generateName")):
         return [Problem("metadata.name", "required: give the trial a name")]
     # The CRD's root rules (the name's length), as the API server evaluates them.
-    root = {CEL_RULES_KEY: open_api_schema()[CEL_RULES_KEY]}
+    root = {CEL_RULES_KEY: shared_open_api_schema()[CEL_RULES_KEY]}
     name = metadata.get("name")
     meta = {"name": name} if isinstance(name, str) else {}
     return [Problem(v.path, v.message) for v in check_rules(root, {"metadata": meta})]
@@ -181,7 +181,7 @@ def _within(path: str, ancestor: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _spec_schema() -> Schema:
-    spec: Schema = open_api_schema()["properties"]["spec"]
+    spec: Schema = shared_open_api_schema()["properties"]["spec"]
     return spec
 
 

@@ -78,5 +78,6 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         "busy_cpu_seconds": round(busy_cpu_seconds() - busy, 3),
         "cores": os.cpu_count(),
     }
+    Path(TIMINGS).parent.mkdir(parents=True, exist_ok=True)  # artifacts/ exists only in CI
     with open(TIMINGS, "a", encoding="utf-8") as out:
         out.write(json.dumps(record) + "\n")

@@ -59,7 +59,7 @@ class Access:
 
     def get(self, path: str, timeout: float) -> tuple[int, bytes]:
         """``GET path``: the status and the body, on a connection this thread keeps open to
-        the cluster. The fleet reads the cluster four times a second; a TLS handshake per
+        the cluster. The demo reads its trial four times a second; a TLS handshake per
         read cost the test process more CPU than the reads. A connection the server closed
         meanwhile is opened again once; what still fails raises OSError."""
         kept: dict[str, http.client.HTTPConnection] = _KEPT.__dict__.setdefault("by_url", {})

@@ -327,7 +327,10 @@ def notified(receiver: Receiver, path: str, until: str) -> list[str]:
                for at, body in list(receiver.posts) if at == path]  # fmt: skip
         return got if until in got else None
 
-    found: list[str] = eventually(events, timeout=30)
+    def received() -> list[Any]:
+        return [body for at, body in list(receiver.posts) if at == path]
+
+    found: list[str] = eventually(events, timeout=30, explain=received)
     return found
 
 

@@ -197,3 +197,19 @@ def test_subresources_exist_only_where_the_kind_has_them(api: Api) -> None:
     assert api.get(f"{CONFIGMAPS}/a/scale").status == 404
     scale = api.get(f"{DEPLOYMENTS}/d/scale")
     assert (scale.status, scale.body["kind"], scale.body["spec"]) == (200, "Scale", {"replicas": 1})
+
+
+def test_a_secrets_string_data_is_stored_encoded_in_data(api: Api) -> None:
+    """Secret API: ``stringData`` is merged into ``data`` on write, base64-encoded, overwriting
+    a key both name, and never output when read (the operator reads notification URLs from
+    ``data``)."""
+    secrets = "/api/v1/namespaces/default/secrets"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hook"},
+              "data": {"kept": "MQ==", "url": "b2xk"},
+              "stringData": {"url": "http://receiver/hook"}}  # fmt: skip
+
+    assert api.post(secrets, secret).status == 201
+
+    stored = api.get(f"{secrets}/hook").body
+    assert "stringData" not in stored
+    assert stored["data"] == {"kept": "MQ==", "url": "aHR0cDovL3JlY2VpdmVyL2hvb2s="}

@@ -4,11 +4,15 @@ A Deployment read back from a real cluster carries ``strategy``, ``revisionHisto
 ``progressDeadlineSeconds`` and pod-spec defaults (``restartPolicy``, ``dnsPolicy``,
 ``imagePullPolicy``, requests defaulted from limits, ...) that were never applied; code that
 diffs desired against actual state must see them here too. Services get their ``type``,
-``sessionAffinity``, port ``protocol`` and ``targetPort``, and a cluster IP.
+``sessionAffinity``, port ``protocol`` and ``targetPort``, and a cluster IP. A Secret's
+``stringData`` is merged into ``data``, base64-encoded, and never stored (the Secret API's
+documented behaviour: "stringData ... is merged into the data field on write ... never output
+when reading from the API").
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 from typing import Any
@@ -31,7 +35,16 @@ def default_builtin(
         _pod_spec(new.setdefault("spec", {}), pod=True)
     elif kind == ("", "Service"):
         _service(new.setdefault("spec", {}), old)
+    elif kind == ("", "Secret"):
+        _secret(new)
     return new, []
+
+
+def _secret(secret: Object) -> None:
+    plain = secret.pop("stringData", None) or {}
+    if plain:
+        encoded = {k: base64.b64encode(str(v).encode()).decode() for k, v in plain.items()}
+        secret["data"] = {**(secret.get("data") or {}), **encoded}
 
 
 def _workload(spec: Object, *, deployment: bool) -> None:

@@ -84,7 +84,7 @@ def names_pools(route: Manifest) -> bool:
 
 @dataclass(frozen=True)
 class ClusterReading:
-    """Every namespace's pods, Services, HTTPRoutes and ReferenceGrants, listed at one moment
+    """Every namespace's pods, Services, HTTPRoutes and ReferenceGrants as watched at one moment
     (by namespace): what many entries' views are cut from."""
 
     pods: Mapping[str, Sequence[Manifest]]
@@ -107,28 +107,6 @@ class ClusterReading:
             grants=self.grants.get(entry.namespace, ()) if entry.route is not None else (),
             pools={p["metadata"]["name"]: p for p in self.pools.get(entry.namespace, ())},
         )
-
-
-def read_namespaces(cluster: Access | str) -> ClusterReading:
-    """List pods, Services, HTTPRoutes and ReferenceGrants of every namespace, and its
-    InferencePools where a route names one: four or five requests however many entries are
-    served (a type not installed lists as empty)."""
-    access = as_access(cluster)
-    gateway = "/apis/gateway.networking.k8s.io"
-    listed = [
-        _get(access, path).get("items", [])
-        for path in (
-            "/api/v1/pods",
-            "/api/v1/services",
-            f"{gateway}/v1/httproutes",
-            f"{gateway}/v1beta1/referencegrants",
-        )
-    ]
-    pods, services, routes, grants = (by_namespace(items) for items in listed)
-    pools: dict[str, list[Manifest]] = {}
-    if any(names_pools(route) for route in listed[2]):
-        pools = by_namespace(_get(access, f"{POOLS}/inferencepools").get("items", []))
-    return ClusterReading(pods, services, routes, grants, pools)
 
 
 def by_namespace(items: Sequence[Manifest]) -> dict[str, list[Manifest]]:

@@ -9,8 +9,8 @@ the server says the version is too old (410) and watching again when a watch end
 ends each after ``timeoutSeconds``). A type the cluster does not serve lists as empty and is
 asked for again a moment later (a CRD installed after the fleet started).
 
-:func:`watched_reader` and :func:`watched_namespaces` read what :func:`~.traffic.read_cluster`
-and :func:`~.traffic.read_namespaces` read, from the watched collections.
+:func:`watched_reader` reads what :func:`~.traffic.read_cluster` lists, and
+:func:`watched_namespaces` the same for every namespace at once, from the watched collections.
 """
 
 from __future__ import annotations

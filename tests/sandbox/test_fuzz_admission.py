@@ -12,23 +12,13 @@ import urllib.parse
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given
 
 from acceltrial.api.validation import validate_trial
-from tests.conftest import REPO
 from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests
-from tests.sandbox.conftest import CRDS, TRIALS, Api, served
+from tests.sandbox.conftest import TRIALS, Api
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def with_crd(api: Api) -> Api:
-    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
-    assert api.post(CRDS, crd).status == 201
-    served(api, crd["metadata"]["name"], TRIALS)
-    return api
 
 
 def test_hostile_trials_are_admitted_or_refused_with_a_reason(with_crd: Api) -> None:

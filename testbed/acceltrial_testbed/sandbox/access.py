@@ -64,7 +64,7 @@ class Access:
         meanwhile is opened again once; what still fails raises OSError."""
         kept: dict[str, http.client.HTTPConnection] = _KEPT.__dict__.setdefault("by_url", {})
         for attempt in (1, 2):
-            connection = kept.get(self.url) or self._connect(timeout)
+            connection = kept.get(self.url) or self.connect(timeout)
             kept[self.url] = connection
             try:
                 connection.request("GET", path, headers={"Accept": "application/json"})
@@ -77,7 +77,8 @@ class Access:
                     raise OSError(f"GET {path}: {error}") from error
         raise AssertionError("unreachable")
 
-    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+    def connect(self, timeout: float) -> http.client.HTTPConnection:
+        """A new connection to the cluster (not yet open), with its TLS context if HTTPS."""
         where = urllib.parse.urlsplit(self.url)
         host, port = where.hostname or "127.0.0.1", where.port
         if self.secure:

@@ -133,15 +133,7 @@ class Collection:
         return version
 
     def _open(self) -> http.client.HTTPConnection:
-        where = urllib.parse.urlsplit(self.access.url)
-        host, port = where.hostname or "127.0.0.1", where.port
-        timeout = WATCH_SECONDS + 30
-        context = self.access.ssl_context
-        connection: http.client.HTTPConnection = (
-            http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
-            if self.access.secure
-            else http.client.HTTPConnection(host, port, timeout=timeout)
-        )
+        connection = self.access.connect(timeout=WATCH_SECONDS + 30)
         self._connection = connection
         return connection
 

@@ -36,7 +36,7 @@ from tests.integration.test_lifecycle_e2e import (
     trial,
     wait_for,
 )
-from tests.sandbox.conftest import Api, eventually
+from tests.sandbox.conftest import Api, eventually, why
 
 pytestmark = pytest.mark.slow
 
@@ -178,7 +178,7 @@ def test_a_karpenter_nodepool_with_zero_nodes_provisions_the_candidate_which_pro
     path = start(api, "karpenter", prometheus_url, {"provider": "karpenter"},
                  {"karpenter.sh/nodepool": "neuron"})  # fmt: skip
     status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
-    assert status["phase"] == "Promoted", status.get("message")
+    assert status["phase"] == "Promoted", why(status)
     assert status["capacity"]["source"] == "NodePool neuron"
     assert (status["capacity"]["addedNodes"], status["capacity"]["keptNodes"]) == (1, 1)
     launched = {n["metadata"]["name"] for n in nodes(api, "karpenter.sh/nodepool", "neuron")}
@@ -195,7 +195,7 @@ def test_a_nodepool_without_room_fails_the_trial_with_that_reason_and_changes_no
         api, "exhausted", prometheus_url, capacity, {"karpenter.sh/nodepool": "neuron-small"}
     )
     status = wait_for(api, path, ("Failed", "Progressing", "Promoted"), timeout=60)
-    assert status["phase"] == "Failed", status.get("message")
+    assert status["phase"] == "Failed", why(status)
     assert "NodePool neuron-small limits are exhausted: cpu 0 of 16 in use" in status["message"]
     assert not candidate_exists(api, "exhausted")
     assert backend_refs(api, "exhausted") == [ROUTE], "the route was never touched"
@@ -219,7 +219,7 @@ def test_a_managed_node_group_at_zero_is_raised_then_restored_exactly_after_a_ro
         n["metadata"]["name"] for n in nodes(api, "eks.amazonaws.com/nodegroup", "neuron-managed")
     }, timeout=60)  # fmt: skip
     status = wait_for(api, path, ("RolledBack", "Promoted", "Failed"), timeout=150)
-    assert status["phase"] == "RolledBack", status.get("message")
+    assert status["phase"] == "RolledBack", why(status)
     recorded = status["capacity"]
     assert (recorded["originalDesiredSize"], recorded["desiredSize"]) == (0, 1)
     assert recorded["addedNodes"] == 1

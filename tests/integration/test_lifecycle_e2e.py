@@ -28,7 +28,13 @@ from tests.conftest import REPO, TOOLS_BIN
 from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, profile, serving
-from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane
+from tests.sandbox.conftest import (
+    Api,
+    Backend,
+    eventually,
+    require_real_control_plane,
+    why,
+)
 from tests.together import Batch, start_together, together
 from tests.unit.test_check_models import model_servers
 from tests.unit.test_notifications import Receiver
@@ -357,7 +363,7 @@ def test_a_good_candidate_is_promoted(
         {"name": "hidden", "webhook": {"urlSecretRef": {"name": "hidden", "key": "url"}}},
     ]
     status = run_trial(api, "promote", prometheus_url, notifications=notifications)
-    assert status["phase"] == "Promoted", status.get("message")
+    assert status["phase"] == "Promoted", why(status)
     told = ["Started", "StepCompleted", "StepCompleted", "StepCompleted", "Promoted"]
     assert notified(receiver, "/promote/hook", until="Promoted") == told, "one POST an event"
     assert notified(receiver, "/promote/slack", until="Promoted") == told
@@ -382,7 +388,7 @@ def test_an_erroring_candidate_is_rolled_back_exactly(
             "events": ["RolledBack", "Promoted"]}  # fmt: skip
     receiver.status["/regress/down"] = [500]
     status = run_trial(api, "regress", prometheus_url, notifications=[down, hook])
-    assert status["phase"] == "RolledBack", status.get("message")
+    assert status["phase"] == "RolledBack", why(status)
     told = notified(receiver, "/regress/hook", until="RolledBack")
     assert told == ["RolledBack"], "a receiver that fails holds none"
     ended = [body for at, body in receiver.posts if at == "/regress/hook"]
@@ -556,7 +562,7 @@ def test_the_replicas_router_shares_by_pod_count_behind_the_baseline_service(
 
     assert eventually(lambda: candidate_endpoints() == 2, timeout=20)
     status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"))
-    assert status["phase"] == "Promoted", status.get("message")
+    assert status["phase"] == "Promoted", why(status)
     deployments = "/apis/apps/v1/namespaces/replicas/deployments"
     assert api.get(f"{deployments}/llama3-gpu").body["spec"]["replicas"] == 0
     assert api.get(f"{deployments}/llama3-inf2-candidate").body["spec"]["replicas"] == 2
@@ -686,7 +692,7 @@ def test_deleting_a_promoted_trial_leaves_the_candidate_serving_everything(
     cluster: Backend, api: Api, prometheus_url: str, operator: None, tmp_path: Path
 ) -> None:
     status = run_trial(api, "handover", prometheus_url)
-    assert status["phase"] == "Promoted", status.get("message")
+    assert status["phase"] == "Promoted", why(status)
     # The baseline was scaled to zero at promotion: its pods go, on a busy machine seconds later.
     eventually(lambda: not baseline_pods_left(api, "handover"), timeout=60)
     before = replicasets_and_pods(api, "handover")
@@ -765,7 +771,7 @@ def test_the_baselines_autoscaler_scales_the_candidate_after_promotion(
     assert api.post(TRIALS.format("hpa"), trial("hpa", prometheus_url)).status == 201
     path = f"{TRIALS.format('hpa')}/llama3-inf2"
     status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
-    assert status["phase"] == "Promoted", status.get("message")
+    assert status["phase"] == "Promoted", why(status)
     assert status["original"]["hpa"] == {
         "name": "llama3",
         "scaleTargetRef": original["scaleTargetRef"],

@@ -34,7 +34,7 @@ from tests.integration.test_lifecycle_e2e import (
     start_operator,
     wait_for,
 )
-from tests.sandbox.conftest import Api
+from tests.sandbox.conftest import Api, why
 from tests.together import Batch, start_together, together
 
 pytestmark = pytest.mark.slow
@@ -177,7 +177,7 @@ def test_a_failing_compile_job_ends_failed_with_its_reason_and_no_candidate(
     path = start(api, "compile-fails", prometheus_url,
                  candidate={"compile": compile_spec(70, COMPILER_LOG)})  # fmt: skip
     status = wait_for(api, path, ("Failed", "Progressing", "Promoted"), timeout=120)
-    assert status["phase"] == "Failed", status.get("message")
+    assert status["phase"] == "Failed", why(status)
     reason = status["decision"]["reason"]
     assert reason.startswith(
         "the compile Job llama3-inf2-compile failed: BackoffLimitExceeded: "
@@ -207,7 +207,7 @@ def test_a_successful_compile_lets_the_trial_run_and_its_time_is_reported(
     path = start(api, "compile-ok", prometheus_url,
                  candidate={"compile": compile_spec(0, "compiled 1 NEFF")})  # fmt: skip
     status = wait_for(api, path, ("Promoted", "RolledBack", "Failed"), timeout=150)
-    assert status["phase"] == "Promoted", status.get("message")
+    assert status["phase"] == "Promoted", why(status)
     assert status["compile"]["outcome"] == "Succeeded"
     assert status["compile"]["seconds"] >= 1
     report = api.get("/api/v1/namespaces/compile-ok/configmaps/llama3-inf2-report").body

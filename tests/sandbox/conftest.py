@@ -213,6 +213,14 @@ ROOT_CA = "kube-root-ca.crt"  # a real cluster's controller manager puts it in e
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 
 
+def why(status: dict[str, Any]) -> str:
+    """What a trial's status says of how it ended: its message and its decision's reason (a
+    failed assertion on the phase shows the numbers behind it)."""
+    decision = status.get("decision") or {}
+    code, reason = decision.get("reasonCode"), decision.get("reason")
+    return f"{status.get('message')}; decision: {code}: {reason}"
+
+
 def eventually(
     check: Callable[[], Any],
     timeout: float = 60.0,

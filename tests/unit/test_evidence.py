@@ -148,6 +148,9 @@ def one(value: float, requests: float | None) -> Reading:
         (P99, one(float("nan"), 0), "Inconclusive", False, "NaN"),
         (ERRORS, one(1 / 12, 12), "Inconclusive", True, "thin"),  # 1 of 12: p = 0.11
         (ERRORS, one(5 / 12, 12), "Fail", False, "5 errors would happen with probability"),
+        # Enough requests, above the limit, but within chance: P(>= 3 of 181 | 1%) = 0.27.
+        (ERRORS, one(3 / 181, 181), "Inconclusive", True, "3 errors in 181 requests may be"),
+        (ERRORS, one(10 / 181, 181), "Fail", False, "is above max 0.01"),  # p = 2e-5
         (ERRORS, one(0.0, 0), "Inconclusive", False, "no data"),
         (ERRORS, one(0.0, None), "Pass", False, "within"),  # requests not counted: as before
     ],
@@ -196,6 +199,36 @@ def test_a_cost_near_its_limit_in_one_window_is_thin_and_judged_pooled() -> None
     latency = criterion(**RELATIVE_P99)
     rows = [row.model_copy(update={"criterion": "c"}) for row in (passed, dearer)]
     assert pooled_failures([latency], rows) == [], "other criteria: judged in a step already"
+
+
+def test_an_error_ratio_above_its_limit_within_chance_fails_no_step_and_no_promotion() -> None:
+    """The `handover` trial of the end-to-end suite, a candidate failing one request in a
+    thousand, read 3 errors (0.0159) in its 50% step's 181 requests against a 1% limit and was
+    rolled back on that point estimate. Errors the binomial test carries still fail."""
+    errors = criterion(name="errors", **ERRORS)
+    first = errors_row(91, 0.03175)  # 2.9 errors, as a rate extrapolates them
+
+    quiet = judge_window(errors, None, one(0.0, 90), step=[first])
+
+    assert (quiet.verdict, quiet.thin) == ("Inconclusive", True)
+    assert "but 3 errors in 181 requests may be chance under 0.01 (p = 0.27)" in quiet.reason
+    burst = judge_window(errors, None, one(0.1, 90), step=[first])
+    assert burst.verdict == "Fail", "9 of 90 in one window: p = 3e-7"
+    # At the promotion, windows that were all thin are pooled: 5 of 273 may be chance
+    # (p = 0.14), 9 of 273 may not (p = 0.0019).
+    within = [errors_row(91, 5 / 273, step) for step in (1, 2, 3)]
+    assert pooled_failures([errors], within) == []
+    beyond = [errors_row(91, 9 / 273, step) for step in (1, 2, 3)]
+    assert pooled_failures([errors], beyond) == [
+        "errors: pooled over 273 of the candidate's requests: 0.03297 is above max 0.01"
+    ]
+
+
+def errors_row(served: float, ratio: float, step: int = 3) -> CriterionEvidence:
+    return CriterionEvidence(
+        criterion="errors", step=step, weight=50, windows=1, thin_windows=1,
+        candidate_requests=served, candidate_value_sum=ratio * served,
+    )  # fmt: skip
 
 
 def test_a_relative_criterion_is_thin_on_a_thin_baseline() -> None:

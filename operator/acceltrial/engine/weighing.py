@@ -159,15 +159,16 @@ def _weighed(
     elif requests < need.requests:
         held = f"{requests:.0f} of the candidate's requests in the window; {need.why}"
     else:
-        return counted
+        return errors_told_from_chance(counted, criterion, [*step, _as_evidence(counted)], alpha)
     if judgement.verdict == "Fail":
         decisive = _decisive(judgement, criterion, requests, alpha)
         if decisive is not None:
             return replace(counted, reason=f"{judgement.reason}; decisive on {held}: {decisive}")
-    pooled = judge_pooled(criterion, [*step, _as_evidence(counted)])
+    pooled = judge_pooled(criterion, [*step, _as_evidence(counted)], alpha)
     if pooled is not None:
         # The window's own figures stay (the step's sums add them); the verdict is the step's.
-        return replace(counted, verdict=pooled.verdict, reason=f"{pooled.reason} in this step")
+        verdict, thin = pooled.verdict, pooled.thin
+        return replace(counted, verdict=verdict, thin=thin, reason=f"{pooled.reason} in this step")
     return replace(
         counted, verdict="Inconclusive", thin=True, reason=f"thin: {held} ({judgement.reason})"
     )
@@ -236,10 +237,13 @@ def _as_evidence(judgement: Judgement) -> CriterionEvidence:
     )
 
 
-def judge_pooled(criterion: Criterion, rows: Sequence[CriterionEvidence]) -> Judgement | None:
+def judge_pooled(
+    criterion: Criterion, rows: Sequence[CriterionEvidence], alpha: float = DEFAULT_ALPHA
+) -> Judgement | None:
     """The criterion judged on the figures of ``rows`` pooled (each variant's figure averaged
     over its requests), or None while they hold fewer requests than it needs or cannot be
-    pooled (a statistical test; a relative criterion without the baseline's)."""
+    pooled (a statistical test; a relative criterion without the baseline's). An error ratio
+    above its absolute limit fails only beyond chance (:func:`errors_told_from_chance`)."""
     need = need_of(criterion)
     valued = [row for row in rows if row.candidate_value_sum is not None]
     served = sum(row.candidate_requests for row in valued)
@@ -262,7 +266,50 @@ def judge_pooled(criterion: Criterion, rows: Sequence[CriterionEvidence]) -> Jud
             Reading(values=(candidate,), series=1),
         )
     said = f"pooled over {served:.0f} of the candidate's requests: {judged.reason}"
-    return replace(judged, reason=said)
+    return errors_told_from_chance(replace(judged, reason=said), criterion, rows, alpha)
+
+
+def errors_told_from_chance(
+    judgement: Judgement, criterion: Criterion, rows: Sequence[CriterionEvidence], alpha: float
+) -> Judgement:
+    """An error ratio above its absolute limit on enough requests, thin unless its errors are
+    beyond chance: the exact one-sided binomial test at ``alpha`` of the window's own errors
+    (``judgement``) or of the step's so far (``rows``, the window's among them). A candidate
+    failing one request in a thousand against a 1% limit has 2 errors or more in 181 requests
+    in 1.5% of such steps, and 2 of 181 reads 1.1%, above the limit (a 3 s window's ratio is
+    extrapolated from its samples, so 2 may read 2.9): a point estimate on a few
+    hundred requests would roll back that often an error ratio ten times inside its limit. A
+    failure the test carries stands; the promotion still asks that the trial's errors together
+    be within the limit (engine/evidence.py, ``shortfalls``)."""
+    limit = criterion.absolute.max if criterion.absolute is not None else None
+    if criterion.metric != ERROR_METRIC or limit is None or judgement.verdict != "Fail":
+        return judgement
+    counts = [_window_errors(judgement), _pooled_errors(rows)]
+    tested = [(errors, requests) for errors, requests in counts if requests > 0]
+    if not tested or any(
+        error_ratio_p_value(errors, requests, limit) < alpha for errors, requests in tested
+    ):
+        return judgement
+    errors, requests = max(tested, key=lambda count: count[1])
+    p = error_ratio_p_value(errors, requests, limit)
+    why = (
+        f"thin: {judgement.reason}, but {errors} errors in {requests} requests may be chance "
+        f"under {limit:.3g} (p = {p:.2g})"
+    )
+    return replace(judgement, verdict="Inconclusive", thin=True, reason=why)
+
+
+def _window_errors(judgement: Judgement) -> tuple[int, int]:
+    requests = judgement.candidate_requests
+    if requests is None or judgement.candidate is None:
+        return 0, 0
+    return round(judgement.candidate * requests), round(requests)
+
+
+def _pooled_errors(rows: Sequence[CriterionEvidence]) -> tuple[int, int]:
+    valued = [row for row in rows if row.candidate_value_sum is not None]
+    errors = sum(row.candidate_value_sum or 0.0 for row in valued)
+    return round(errors), round(sum(row.candidate_requests for row in valued))
 
 
 def pooled_failures(
@@ -290,7 +337,7 @@ def pooled_failures(
         judged_alone = any(row.windows > row.thin_windows for row in rows)
         if not rows or (judged_alone and criterion.metric not in COST_METRICS):
             continue
-        pooled = judge_pooled(criterion, rows)
+        pooled = judge_pooled(criterion, rows, alpha)
         if pooled is None or pooled.verdict != "Fail":
             continue
         factor = breach_factor(pooled, criterion)

@@ -120,6 +120,18 @@ class OpenAiClient:
         })  # fmt: skip
         return completion_answer(body)
 
+    def generate(self, prompt: str, max_tokens: int) -> int:
+        """Ask for ``max_tokens`` generated after ``prompt`` (``ignore_eos``, as vLLM's own
+        benchmark asks, so every answer is that long); the tokens the server says it generated
+        (``usage.completion_tokens``), ``max_tokens`` when it does not say."""
+        body = self._post("/v1/completions", {
+            "prompt": prompt, "temperature": 0, "max_tokens": max_tokens, "ignore_eos": True,
+        })  # fmt: skip
+        _choice(body)
+        usage = body.get("usage")
+        generated = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        return generated if isinstance(generated, int) and generated >= 0 else max_tokens
+
     def score(self, prefix: str, continuation: str, positions: int) -> list[Token]:
         """The server's own top-1 token and log-probability at each of the last ``positions``
         tokens of ``prefix + continuation`` (teacher forcing); ScoringUnsupported when it

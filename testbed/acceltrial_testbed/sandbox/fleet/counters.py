@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from acceltrial.engine.metrics import Variant
 from acceltrial_testbed.sandbox.fleet.draws import PodDraws, RecentLoad
 from acceltrial_testbed.sandbox.fleet.model import ReplicaRates, ServingProfile
+from acceltrial_testbed.sandbox.fleet.trial_requests import TrialLoad
 
 Floats = NDArray[np.float64]
 
@@ -93,6 +94,8 @@ class PodCounters:
     answers the gateway discards)."""
     user_requests: float = 0.0
     """Requests from users it has answered (succeeded or failed), copies not counted."""
+    trial: TrialLoad | None = None
+    """The trial's own requests to it (the capacity sweep), answered over HTTP."""
 
     @property
     def failed(self) -> float:

@@ -62,6 +62,7 @@ from acceltrial_testbed.sandbox.fleet.traffic import (
     resolved_rules,
     routed,
 )
+from acceltrial_testbed.sandbox.fleet.trial_requests import TRIAL_STREAM, TrialAnswer, TrialLoad
 from acceltrial_testbed.sandbox.fleet.watching import WatchedCollections, watched_reader
 
 TTFT_SHARE = 0.1
@@ -209,8 +210,10 @@ class Fleet(Collector):
             for name, pod in self._pods.items():
                 pod.profile = self._profile(pod.variant, shares[pod.variant], now)
                 users, copies = offered.get(name, 0.0), mirrored.get(name, 0.0)
-                pod.rates = serve(pod.profile, users + copies)
-                pod.user_share = users / (users + copies) if users + copies > 0 else 1.0
+                # The trial's own requests (a capacity sweep) load it too, never as users'.
+                total = users + copies + (pod.trial.rate(now) if pod.trial else 0.0)
+                pod.rates = serve(pod.profile, total)
+                pod.user_share = users / total if total > 0 else 1.0
                 if pod.rates.offered > 0:
                     self._first_served.setdefault(pod.variant, now)
                 _set_gauges(pod, now)
@@ -258,7 +261,11 @@ class Fleet(Collector):
                     node=pod.get("spec", {}).get("nodeName"),
                     container=containers[0].get("name", "server"),
                     draws=PodDraws(self.seed, VARIANT_STREAMS[variant], self._joined[variant]),
-                )
+                    trial=TrialLoad(
+                        stream(self.seed, VARIANT_STREAMS[variant], self._joined[variant],
+                               TRIAL_STREAM)
+                    ),
+                )  # fmt: skip
                 self._joined[variant] += 1
 
     def _shares(self, offered: Mapping[str, float]) -> dict[Variant, float]:
@@ -290,6 +297,15 @@ class Fleet(Collector):
             first = self._first_served.get(regression.variant)
             return first is not None and now - first >= regression.after_seconds
         return True
+
+    def serve_trial_request(self, pod: str) -> TrialAnswer | None:
+        """How ``pod`` answers one of the trial's own requests now (fleet/trial_requests.py);
+        None when the fleet does not serve it (yet)."""
+        with self._lock:
+            counters = self._pods.get(pod)
+            if counters is None or counters.profile is None or counters.trial is None:
+                return None
+            return counters.trial.answer(counters.profile, self._clock())
 
     def pods(self, variant: Variant) -> list[str]:
         """Names of the Ready pods serving as ``variant``."""

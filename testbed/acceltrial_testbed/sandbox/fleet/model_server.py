@@ -8,17 +8,25 @@ API server on each request (quality requests are few): no Ready pod behind it an
 Service without endpoints refuses the connection. The GPU pods answer in float32, the Neuron
 candidate's in bfloat16, each with its scenario's ``outputs``. The requests are counted apart
 (:attr:`ModelServers.answered`): the operator's, never users'.
+
+Given the fleets that simulate the pods (``trial_serving``), a request that asks for no
+log-probabilities (the capacity sweep's; the quality check's always ask) is answered by one of
+the Service's Ready pods in turn, as that pod's model answers the trial's own requests
+(fleet/trial_requests.py): refused at once beyond its capacity, otherwise after a latency that
+grows with its load. A Service's pods are read at most once a second (:data:`PODS_TTL`), so a
+sweep of a hundred requests a second does not load the API server.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Protocol
 
 from acceltrial.engine.candidate import VARIANT_LABEL
 from acceltrial.engine.metrics import Variant
@@ -28,13 +36,37 @@ from acceltrial_testbed.sandbox.fleet.answers import RequestError, chat_completi
 from acceltrial_testbed.sandbox.fleet.language_model import Outputs, TinyModel
 from acceltrial_testbed.sandbox.fleet.serving import serving_on_loopback
 from acceltrial_testbed.sandbox.fleet.traffic import ready
+from acceltrial_testbed.sandbox.fleet.trial_requests import TrialAnswer
+
+Backing = tuple[Variant, list[str]]
+"""The variant of a Service's Ready pods, and their names."""
+PODS_TTL = 1.0
+"""Seconds a Service's Ready pods are taken as read."""
+
+
+class TrialServing(Protocol):
+    """What simulates a namespace's pods (the fleet): how a pod answers a trial request."""
+
+    def serve_trial_request(self, pod: str) -> TrialAnswer | None: ...
 
 
 class ModelServers:
     """The variants' models, and the requests each answered."""
 
-    def __init__(self, cluster: Access | str, outputs: Mapping[Variant, Outputs]) -> None:
+    def __init__(
+        self,
+        cluster: Access | str,
+        outputs: Mapping[Variant, Outputs],
+        trial_serving: Callable[[str], TrialServing | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        backing_reader: Callable[[str, str], Backing | None] | None = None,
+    ) -> None:
         self.access = as_access(cluster)
+        self._read = backing_reader or self._read_backing
+        self._trial_serving = trial_serving
+        self._clock = clock
+        self._backing: dict[tuple[str, str], tuple[float, Backing]] = {}
+        self._turn = 0
         self.models: dict[Variant, TinyModel] = {
             variant: TinyModel("float32" if variant == "baseline" else "bfloat16",
                                outputs.get(variant))
@@ -45,6 +77,24 @@ class ModelServers:
 
     def variant_behind(self, namespace: str, service: str) -> Variant | None:
         """The variant of the Ready pods ``service`` selects; None without any."""
+        found = self.backing(namespace, service)
+        return None if found is None else found[0]
+
+    def backing(self, namespace: str, service: str) -> Backing | None:
+        """The variant and names of the Ready pods ``service`` selects (read at most once per
+        :data:`PODS_TTL`); None without any."""
+        now = self._clock()
+        with self._lock:
+            cached = self._backing.get((namespace, service))
+        if cached is not None and now - cached[0] < PODS_TTL:
+            return cached[1]
+        found = self._read(namespace, service)
+        if found is not None:  # none Ready yet: asked again next time, as a client retries
+            with self._lock:
+                self._backing[namespace, service] = (now, found)
+        return found
+
+    def _read_backing(self, namespace: str, service: str) -> Backing | None:
         status, body = self.access.get(
             f"/api/v1/namespaces/{namespace}/services/{service}", timeout=5
         )
@@ -61,7 +111,8 @@ class ModelServers:
         if not backing:
             return None
         labels = backing[0]["metadata"].get("labels") or {}
-        return "candidate" if labels.get(VARIANT_LABEL) else "baseline"
+        variant: Variant = "candidate" if labels.get(VARIANT_LABEL) else "baseline"
+        return variant, sorted(p["metadata"]["name"] for p in backing)
 
     def answer(self, path: str, request: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and body of ``POST path`` (``/{namespace}/{service}/v1/...``)."""
@@ -69,9 +120,17 @@ class ModelServers:
         if len(parts) < 3 or parts[2] not in ("v1/completions", "v1/chat/completions"):
             return 404, _error(f"no route {path}", 404)
         namespace, service, api = parts
-        variant = self.variant_behind(namespace, service)
-        if variant is None:
+        found = self.backing(namespace, service)
+        if found is None:
             return 503, _error(f"service {namespace}/{service} has no ready endpoints", 503)
+        variant, pods = found
+        served = None if request.get("logprobs") else self._trial_answer(namespace, pods)
+        if served is not None and served.status == 503:
+            return 503, _error("the server is overloaded: try again later", 503)
+        if served is not None:
+            time.sleep(served.seconds)
+        if served is not None and served.status != 200:
+            return served.status, _error("the request failed", served.status)
         model = self.models[variant]
         name = str(request.get("model") or service)
         try:
@@ -85,6 +144,17 @@ class ModelServers:
         with self._lock:
             self.answered[variant] += 1
         return 200, body
+
+    def _trial_answer(self, namespace: str, pods: list[str]) -> TrialAnswer | None:
+        """How the next of ``pods`` in turn answers a trial request; None unless the fleet
+        simulates it."""
+        serving = self._trial_serving(namespace) if self._trial_serving else None
+        if serving is None or not pods:
+            return None
+        with self._lock:
+            self._turn += 1
+            pod = pods[self._turn % len(pods)]
+        return serving.serve_trial_request(pod)
 
 
 def in_process(model: TinyModel, name: str = "tiny") -> Transport:

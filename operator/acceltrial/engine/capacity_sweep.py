@@ -1,0 +1,157 @@
+"""The capacity sweep's plan and its reading: how much one pod carries at the latency SLO,
+measured before any user's request reaches it (issue: capacity measured, not projected). Pure.
+
+A sweep is a staircase of closed-loop load at rising concurrency (each stair: ``concurrency``
+clients, each sending its next request when the last is answered), as SageMaker Inference
+Recommender's load test raises its users and NVIDIA's AIPerf and ``vllm bench serve`` sweep
+theirs:
+
+- the concurrency doubles from ``start`` while every stair meets the SLO and the goodput (the
+  successful requests per second) still grows;
+- a stair that breaks the SLO (a latency percentile above its limit: ``slo``; the error ratio
+  above its limit: ``errors``) ends the doubling, and the concurrency is then bisected between
+  the last stair within the SLO and the first beyond it, while the two lie more than
+  :data:`RESOLUTION` apart (a knee found to within an eighth);
+- a doubling that adds less than :data:`FLAT_GAIN` to the best goodput so far ends it too:
+  ``flat``, as Inference Recommender's ``FlatInvocations`` stops when invocations stop rising;
+- the sweep's time (``maxDuration``) or its concurrency bound ends it: ``maxDuration``,
+  ``maxConcurrency``.
+
+The pod's capacity is the best goodput of a stair within the SLO, per pod (``rpsPerPod``): what
+one pod answers per second without breaking the SLO.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+StopReason = Literal["slo", "errors", "flat", "maxDuration", "maxConcurrency"]
+FLAT_GAIN = 0.1
+"""A doubling that raises the best goodput by less than this share is flat."""
+RESOLUTION = 1 / 8
+"""Bisection ends once the last good and first broken concurrency are this close (relative)."""
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Limits a stair must meet: latency percentiles in seconds, the error ratio 0..1."""
+
+    latency_p99: float | None = None
+    ttft_p99: float | None = None
+    itl_p99: float | None = None
+    error_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class Stair:
+    """One stair of the sweep as the load generator measured it: the requests that finished in
+    its measured span (``seconds``), and their latencies."""
+
+    concurrency: int
+    seconds: float
+    succeeded: int
+    failed: int
+    generated_tokens: float = 0.0
+    latency_p50: float | None = None
+    latency_p99: float | None = None
+    ttft_p99: float | None = None
+    itl_p99: float | None = None
+
+    @property
+    def goodput(self) -> float:
+        """Successful requests per second."""
+        return self.succeeded / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.generated_tokens / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def error_ratio(self) -> float | None:
+        total = self.succeeded + self.failed
+        return self.failed / total if total else None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How the sweep starts and how far it may go."""
+
+    start: int = 1
+    max_concurrency: int = 256
+    stair_seconds: float = 10.0
+    max_seconds: float = 300.0
+
+
+@dataclass(frozen=True)
+class Next:
+    """The next stair's concurrency, or why the sweep stops (``concurrency`` None)."""
+
+    concurrency: int | None
+    stopped_because: StopReason | None = None
+    why: str = ""
+
+
+def breach(stair: Stair, slo: Slo) -> tuple[StopReason, str] | None:
+    """How ``stair`` breaks ``slo`` (errors first: a failed request has no latency), or None."""
+    ratio = stair.error_ratio
+    if ratio is None:
+        return "errors", f"no request finished at concurrency {stair.concurrency}"
+    if stair.succeeded == 0:
+        return "errors", f"every request failed at concurrency {stair.concurrency}"
+    if slo.error_ratio is not None and ratio > slo.error_ratio:
+        return "errors", (
+            f"error ratio {ratio:.3g} above {slo.error_ratio:g} at concurrency {stair.concurrency}"
+        )
+    for name, value, limit in (
+        ("latency p99", stair.latency_p99, slo.latency_p99),
+        ("TTFT p99", stair.ttft_p99, slo.ttft_p99),
+        ("ITL p99", stair.itl_p99, slo.itl_p99),
+    ):
+        if limit is not None and value is not None and value > limit:
+            return "slo", (
+                f"{name} {value:.3g} s above {limit:g} s at concurrency {stair.concurrency}"
+            )
+    return None
+
+
+def next_stair(stairs: Sequence[Stair], slo: Slo, bounds: Bounds, elapsed: float) -> Next:
+    """Where the sweep goes after ``stairs`` (in the order run), ``elapsed`` seconds in."""
+    if not stairs:
+        return Next(max(1, min(bounds.start, bounds.max_concurrency)))
+    if elapsed + bounds.stair_seconds > bounds.max_seconds:
+        return Next(None, "maxDuration", f"the next stair would pass {bounds.max_seconds:g} s")
+    broken = [(stair, why) for stair in stairs if (why := breach(stair, slo)) is not None]
+    if broken:
+        return _bisected(stairs, slo, broken)
+    last = stairs[-1]
+    earlier = [stair.goodput for stair in stairs[:-1]]
+    if earlier and last.goodput < max(earlier) * (1 + FLAT_GAIN):
+        best = max(earlier)
+        return Next(None, "flat", (
+            f"{last.goodput:.3g} requests/s at concurrency {last.concurrency}, less than "
+            f"{FLAT_GAIN:.0%} above {best:.3g}"
+        ))  # fmt: skip
+    if last.concurrency >= bounds.max_concurrency:
+        return Next(None, "maxConcurrency", f"concurrency {bounds.max_concurrency} reached")
+    return Next(min(2 * last.concurrency, bounds.max_concurrency))
+
+
+def _bisected(
+    stairs: Sequence[Stair], slo: Slo, broken: Sequence[tuple[Stair, tuple[StopReason, str]]]
+) -> Next:
+    first, (reason, why) = min(broken, key=lambda pair: pair[0].concurrency)
+    good = [s.concurrency for s in stairs if s.concurrency < first.concurrency
+            and breach(s, slo) is None]  # fmt: skip
+    low = max(good, default=0)
+    if first.concurrency - low <= max(1.0, low * RESOLUTION):
+        return Next(None, reason, why)
+    return Next(low + max(1, math.floor((first.concurrency - low) / 2)))
+
+
+def best_stair(stairs: Sequence[Stair], slo: Slo) -> Stair | None:
+    """The stair within the SLO with the highest goodput; None when none met it."""
+    within = [stair for stair in stairs if breach(stair, slo) is None]
+    return max(within, key=lambda stair: stair.goodput, default=None)

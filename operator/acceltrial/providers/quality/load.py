@@ -1,0 +1,137 @@
+"""The operator's own load generator for the capacity sweep: closed-loop clients of a variant's
+OpenAI-compatible API, one stair at a time (engine/capacity_sweep.py plans the stairs).
+
+Each stair starts ``concurrency`` clients together; each sends its next completion request as
+soon as the last one is answered, until the stair's time is up. The first quarter of the stair
+is warm-up (every client starts at once, so the first answers come together): only requests
+that finish in the rest count, and the goodput is those that succeeded over that span. The
+requests are synthetic, shaped like production's: a prompt of about ``prompt_tokens`` tokens and
+``max_tokens`` generated (``ignore_eos``, as vLLM's own benchmark asks, so every answer is as
+long as production's mean). Answers are read whole, so a stair's latency is end to end: time
+to first token and inter-token latency are not measured by this client.
+
+Why the operator's own client and not a Job: the sweep is a few dozen concurrent requests at
+most for one LLM pod; it needs no image, no extra RBAC and no log parsing, and it reaches the
+variant's Service the way the quality check does (``ACCELTRIAL_MODEL_URL``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from acceltrial.engine.capacity_sweep import Bounds, Slo, Stair, StopReason, next_stair
+from acceltrial.providers.quality.openai import AnswerError, OpenAiClient
+
+WARM_UP_SHARE = 0.25
+"""Share of a stair before requests count."""
+PROMPT_WORD = "hello "
+"""A word the usual tokenizers read as one token: a prompt of N tokens is N of them."""
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    """The requests the sweep sends: mean prompt and generated tokens."""
+
+    prompt_tokens: int
+    generated_tokens: int
+
+    @property
+    def prompt(self) -> str:
+        return (PROMPT_WORD * max(1, self.prompt_tokens)).strip()
+
+
+@dataclass
+class _Finished:
+    """Requests that finished in a stair's measured span."""
+
+    latencies: list[float] = field(default_factory=list)
+    failed: int = 0
+    tokens: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def run_stair(
+    client: OpenAiClient,
+    shape: LoadShape,
+    concurrency: int,
+    seconds: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> Stair:
+    """``concurrency`` closed-loop clients for ``seconds``; the stair as measured."""
+    start = clock()
+    counted_from, end = start + seconds * WARM_UP_SHARE, start + seconds
+    finished = _Finished()
+
+    def one_client() -> None:
+        while clock() < end:
+            began = clock()
+            try:
+                tokens = client.generate(shape.prompt, shape.generated_tokens)
+                ok = True
+            except AnswerError:
+                tokens, ok = 0, False
+            done = clock()
+            if not counted_from <= done <= end:
+                continue
+            with finished.lock:
+                if ok:
+                    finished.latencies.append(done - began)
+                    finished.tokens += tokens
+                else:
+                    finished.failed += 1
+
+    clients = [threading.Thread(target=one_client, daemon=True, name=f"load-{i}")
+               for i in range(concurrency)]  # fmt: skip
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join()
+    return _stair(concurrency, end - counted_from, finished)
+
+
+def _stair(concurrency: int, seconds: float, finished: _Finished) -> Stair:
+    latencies = np.asarray(finished.latencies, dtype=float)
+    p50 = p99 = None
+    if latencies.size:
+        p50, p99 = (float(v) for v in np.quantile(latencies, [0.5, 0.99]))
+    return Stair(
+        concurrency=concurrency,
+        seconds=seconds,
+        succeeded=int(latencies.size),
+        failed=finished.failed,
+        generated_tokens=finished.tokens,
+        latency_p50=p50,
+        latency_p99=p99,
+    )
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A whole sweep: the stairs run, and why it stopped."""
+
+    stairs: tuple[Stair, ...]
+    stopped_because: StopReason
+    why: str
+
+
+def sweep(
+    client: OpenAiClient,
+    shape: LoadShape,
+    slo: Slo,
+    bounds: Bounds,
+    clock: Callable[[], float] = time.monotonic,
+) -> SweepRun:
+    """Stairs as engine/capacity_sweep.py plans them, until it says stop."""
+    began = clock()
+    stairs: list[Stair] = []
+    while True:
+        planned = next_stair(stairs, slo, bounds, clock() - began)
+        if planned.concurrency is None:
+            assert planned.stopped_because is not None  # a plan without a stair says why
+            return SweepRun(tuple(stairs), planned.stopped_because, planned.why)
+        stairs.append(run_stair(client, shape, planned.concurrency, bounds.stair_seconds, clock))

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from acceltrial.engine.capacity_sweep import Bounds, Slo
-from acceltrial.providers.quality.load import LoadShape, SweepRun, sweep
+from acceltrial.engine.capacity_sweep import Bounds, Slo, SweepOutcome
+from acceltrial.providers.quality.load import LoadShape, sweep
 from acceltrial.providers.quality.openai import OpenAiClient
 from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial_testbed.sandbox.fleet.language_model import Outputs
@@ -36,7 +36,7 @@ SLO = Slo(error_ratio=0.01)
 BOUNDS = Bounds(start=1, max_concurrency=128, stair_seconds=4, max_seconds=60)
 
 
-def swept(profile: ServingProfile, seed: int) -> SweepRun:
+def swept(profile: ServingProfile, seed: int) -> SweepOutcome:
     """A sweep of one candidate pod with ``profile``, behind Service ``llama3-inf2-candidate``."""
     spec = FleetSpec(
         entry=Entry("ml", route="llama3"), rps=0, prompt_tokens=8, generated_tokens=4,

@@ -33,6 +33,8 @@ from acceltrial.api.status import (
     original_routing,
 )
 from acceltrial.engine.analysis import RoundOutcome
+from acceltrial.engine.capacity_gate import capacity_due
+from acceltrial.engine.capacity_sweep import SweepOutcome
 from acceltrial.engine.lifecycle import decide
 from acceltrial.engine.promotion import AutoscalerBounds
 from acceltrial.engine.quality.check import QualityCheck, quality_due
@@ -112,6 +114,8 @@ class Driver:
     history: list[TickResult] = field(default_factory=list)
     check: Callable[[TrialStatus], QualityCheck] | None = None
     """Plays the quality check's run, when spec.quality asks for one on a tick."""
+    sweep: Callable[[TrialStatus], SweepOutcome | None] | None = None
+    """Plays the capacity sweep, when spec.capacityTest asks for one on a tick."""
 
     def tick(
         self,
@@ -140,6 +144,7 @@ class Driver:
             measurement=measured,
             action=action,
             quality=self._quality(),
+            capacity_test=self._swept(),
         )
         result = decide(self.spec, self.status, observation)
         assert decide(self.spec, self.status, observation) == result, "decide is deterministic"
@@ -150,6 +155,10 @@ class Driver:
     def _quality(self) -> QualityCheck | None:
         due = quality_due(self.spec, self.status, self.candidate_available)
         return self.check(self.status) if due and self.check is not None else None
+
+    def _swept(self) -> SweepOutcome | None:
+        due = capacity_due(self.spec, self.status, self.candidate_available)
+        return self.sweep(self.status) if due and self.sweep is not None else None
 
     def run_until(self, phase: str, limit: int = 40, **tick: Any) -> None:
         for _ in range(limit):

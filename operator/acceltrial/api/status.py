@@ -14,6 +14,7 @@ from pydantic import Field, TypeAdapter
 
 from acceltrial.api.base import ApiModel, DnsLabel, ObjectName
 from acceltrial.api.capacity import CapacityStatus
+from acceltrial.api.capacity_test import CapacityTestStatus
 from acceltrial.api.neuron import CompileStatus
 from acceltrial.api.quality import QualityStatus
 from acceltrial.api.reasons import ReasonCode
@@ -36,8 +37,9 @@ TERMINAL_PHASES: frozenset[Phase] = frozenset({"Promoted", "RolledBack", "Failed
 
 Verdict = Literal["Pass", "Fail", "Inconclusive"]
 PauseReason = Literal[
-    "User", "Inconclusive", "AwaitingApproval", "RouteChanged", "QualityInconclusive"
-]
+    "User", "Inconclusive", "AwaitingApproval", "RouteChanged", "QualityInconclusive",
+    "CapacityInconclusive",
+]  # fmt: skip
 
 
 class Condition(ApiModel):
@@ -380,8 +382,9 @@ class TrialStatus(ApiModel):
     pause_reason: PauseReason | None = None
     """Why the trial is Paused: a person paused it, too many inconclusive measurements, the
     last step waits for approval, another writer changed the HTTPRoute (condition
-    RouteChanged names its field manager), or the quality check could not tell
-    (QualityInconclusive: resume asks again, promote goes on without it)."""
+    RouteChanged names its field manager), the quality check could not tell
+    (QualityInconclusive: resume asks again, promote goes on without it), or the capacity sweep
+    could not run (CapacityInconclusive: likewise)."""
     original: OriginalRouting | None = None
     """Routing as found before the first change."""
     analysis: list[CriterionResult] | None = Field(default=None, max_length=256)
@@ -403,6 +406,9 @@ class TrialStatus(ApiModel):
     """The compile Job of candidate.compile: outcome, how long it took, why it failed."""
     quality: QualityStatus | None = None
     """The latest quality check of spec.quality: verdict, figures, the worst prompts."""
+    capacity_test: CapacityTestStatus | None = None
+    """The capacity sweep of spec.capacityTest: goodput per pod at the SLO, and why it
+    stopped."""
     message: str | None = Field(default=None, max_length=4096)
     """What the trial is doing now, for people."""
     conditions: list[Condition] | None = Field(default=None, max_length=32)

@@ -252,9 +252,14 @@ def format_path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
+        elif not part or not _PLAIN_KEY.match(str(part)):
+            path += f"[{json.dumps(str(part))}]"  # a key no field is named so: ``[""]``
         else:
             path = f"{path}.{part}" if path else str(part)
     return path
+
+
+_PLAIN_KEY = re.compile(r"^[^.\[\]\s\"]+$")
 
 
 def _short(value: Any) -> str:

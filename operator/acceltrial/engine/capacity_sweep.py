@@ -155,3 +155,16 @@ def best_stair(stairs: Sequence[Stair], slo: Slo) -> Stair | None:
     """The stair within the SLO with the highest goodput; None when none met it."""
     within = [stair for stair in stairs if breach(stair, slo) is None]
     return max(within, key=lambda stair: stair.goodput, default=None)
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    """A finished sweep of one variant's pods, or why it could not run (``problem``)."""
+
+    stairs: tuple[Stair, ...] = ()
+    stopped_because: StopReason = "errors"
+    why: str = ""
+    pods: int = 1
+    seconds: float = 0.0
+    problem: str | None = None
+    """The sweep could not measure: its target unreachable, nothing answered."""

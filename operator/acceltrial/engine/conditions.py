@@ -118,6 +118,7 @@ def _stalled(status: TrialStatus, conditions: list[Condition]) -> tuple[str, str
         "Inconclusive",
         "RouteChanged",
         "QualityInconclusive",
+        "CapacityInconclusive",
     ):
         return status.pause_reason, message
     held = next((c for c in conditions if c.type == SPEC_CHANGE_REJECTED), None)

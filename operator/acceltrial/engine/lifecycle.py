@@ -41,6 +41,7 @@ from acceltrial.api.status import (
     PromotionStatus,
     TrialStatus,
 )
+from acceltrial.engine.capacity_gate import capacity_gate
 from acceltrial.engine.conditions import (
     SPEC_CHANGE_HELD,
     SPEC_CHANGE_REJECTED,
@@ -208,17 +209,19 @@ class _Tick:
 
     def _await_candidate(self) -> None:
         deployed = self._obey(candidate_deployed(self.spec, self.status, self.obs))
-        if deployed and self._quality_checked():
+        if deployed and self._quality_checked() and self._capacity_measured():
             self._start_step(1)
+
+    def _capacity_measured(self) -> bool:
+        """spec.capacityTest's gate (engine/capacity_gate.py), recorded and applied."""
+        obs = self.obs
+        self.status, verdict = capacity_gate(self.spec, self.status, obs.capacity_test, obs.now)
+        return self._obey(verdict)
 
     def _quality_checked(self) -> bool:
         """spec.quality's gate (engine/quality/gate.py): this step's prompt-set check passed, or
         none is asked; its verdict recorded and applied (fail, roll back, pause or wait)."""
-        before = self.status.quality
         self.status, verdict = quality_gate(self.spec, self.status, self.obs.quality, self.obs.now)
-        checked = self.status.quality
-        if checked is not None and checked is not before and checked.verdict == "Pass":
-            self.events.append(Event("Normal", "QualityPassed", checked.reason[:1024]))
         return self._obey(verdict)
 
     def _paused(self) -> None:
@@ -232,9 +235,11 @@ class _Tick:
         elif not awaiting and self.obs.action == "resume":
             counts = self.status.counts or AnalysisCounts()
             # Resuming grants a fresh allowance of inconclusive measurements, and asks an
-            # inconclusive quality check again.
+            # inconclusive quality check or capacity sweep again.
             if self.status.pause_reason == "QualityInconclusive":
                 self._update(quality=None)
+            if self.status.pause_reason == "CapacityInconclusive":
+                self._update(capacity_test=None)
             self._update(pause_reason=None, counts=counts.model_copy(update={"inconclusive": 0}))
             # A bake paused on missing data resumes as a bake: all traffic is still there.
             baking = requested_weight(self.status) == 100
@@ -258,12 +263,8 @@ class _Tick:
         serving = max(promotion.replicas, self.obs.candidate_available_replicas)
         if self.status.original is not None and self.status.original.hpa is not None:
             self.actions.append(RetargetAutoscaler())
-        self._update(
-            canary_weight=100,
-            requested_weight=100,
-            step_started_at=self.obs.now,
-            counts=AnalysisCounts(),
-        )
+        self._update(canary_weight=100, requested_weight=100, step_started_at=self.obs.now,
+                     counts=AnalysisCounts())  # fmt: skip
         self._enter(
             "BakingIn",
             f"all traffic on the candidate ({_replicas(serving)}); baking for "
@@ -333,13 +334,8 @@ class _Tick:
         step = self.spec.steps[number - 1]
         self.actions.append(SetWeight(step.share, step.mirrored))
         share = share_of(self.status, step.share)
-        self._update(
-            step=number,
-            canary_weight=share,
-            requested_weight=step.share,
-            step_started_at=self.obs.now,
-            counts=AnalysisCounts(),
-        )
+        self._update(step=number, canary_weight=share, requested_weight=step.share,
+                     step_started_at=self.obs.now, counts=AnalysisCounts())  # fmt: skip
         what = (
             f"{step.mirrored}% of requests mirrored to the candidate, its answers discarded"
             if step.mirrored
@@ -368,6 +364,7 @@ class _Tick:
     def _obey(self, verdict: GateVerdict) -> bool:
         """Apply a gate's verdict (engine/verdict.py); True when the tick's work goes on."""
         self.actions += verdict.actions
+        self.events += verdict.events
         if verdict.roll_back is not None:
             self._roll_back("rollback", verdict.roll_back, verdict.reason)
         elif verdict.fail is not None:

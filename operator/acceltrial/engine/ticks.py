@@ -14,6 +14,7 @@ from typing import Literal
 from acceltrial.api.actions import UserAction
 from acceltrial.api.status import CriterionResult, EconomicsStatus, OriginalRouting, TrialStatus
 from acceltrial.engine.analysis import RoundOutcome
+from acceltrial.engine.capacity_sweep import SweepOutcome
 from acceltrial.engine.compile_gate import CompileJobState, StartCompile
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.promotion import AutoscalerBounds
@@ -158,6 +159,9 @@ class Observation:
     interval (None when it cannot be read), for the evidence forecast."""
     quality: QualityCheck | None = None
     """The prompt set's run when one was due (engine/quality/check.py's ``quality_due``)."""
+    capacity_test: SweepOutcome | None = None
+    """The candidate's capacity sweep once it finished (engine/capacity_gate.py's
+    ``capacity_due``); None while it runs or when none is due."""
     candidate_handed_over: bool = False
     """While baking: the candidate already belongs to nobody, so a tick that promoted applied
     its actions but its status write was lost."""

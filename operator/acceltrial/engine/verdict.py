@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from acceltrial.api.reasons import ReasonCode
 from acceltrial.api.status import PauseReason
-from acceltrial.engine.ticks import Action
+from acceltrial.engine.ticks import Action, Event
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class GateVerdict:
     or for a failure what it left as it was."""
     actions: tuple[Action, ...] = ()
     """What to do whatever the verdict (each action idempotent)."""
+    events: tuple[Event, ...] = ()
+    """Events to post whatever the verdict."""
 
 
 PASSED = GateVerdict(passed=True)

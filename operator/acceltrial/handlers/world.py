@@ -20,6 +20,8 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import HpaOriginal, OriginalRouting, TrialStatus
 from acceltrial.engine.candidate import TrialRef, candidate_labels
 from acceltrial.engine.capacity import CapacityFinding
+from acceltrial.engine.capacity_gate import capacity_due
+from acceltrial.engine.capacity_sweep import SweepOutcome
 from acceltrial.engine.compile_gate import CompileJobState
 from acceltrial.engine.metrics import Variant
 from acceltrial.engine.preflight import available, available_replicas
@@ -30,6 +32,7 @@ from acceltrial.engine.ticks import Action, Measurement, Observation
 from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting
 from acceltrial.handlers.capacity import capacity_need, capacity_provider
+from acceltrial.handlers.capacity_test import SWEEPS, candidate_sweep
 from acceltrial.handlers.executor import Executor
 from acceltrial.handlers.lazy import lazy
 from acceltrial.handlers.neuron import neuron_preflight, observe_compile
@@ -115,6 +118,7 @@ class TrialWorld:
         candidate = self.snapshot.candidate
         candidate_available = candidate is not None and available(candidate)
         checking = quality_due(self.spec, status, candidate_available)
+        sweeping = capacity_due(self.spec, status, candidate_available)
         return Observation(
             now=now,
             generation=generation,
@@ -135,7 +139,13 @@ class TrialWorld:
             candidate_handed_over=phase == "BakingIn" and self.candidate_handed_over(),
             baseline_request_rate=rate,
             quality=run_quality_check(self.snapshot) if checking else None,
+            capacity_test=self._swept(candidate) if sweeping else None,
         )
+
+    def _swept(self, candidate: Manifest | None) -> SweepOutcome | None:
+        """The candidate's capacity sweep once finished; started in the background first."""
+        sweep = candidate_sweep(self.snapshot, available_replicas(candidate))
+        return SWEEPS.poll(self.trial.uid, sweep)
 
     def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:
         """Another writer's change to the routing, and the gateway's refusal of it, if any."""

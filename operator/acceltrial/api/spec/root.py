@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field
 
 from acceltrial.api.base import ApiModel, cel, cel_rules
 from acceltrial.api.capacity import CapacitySpec
+from acceltrial.api.capacity_test import CapacityTestSpec
 from acceltrial.api.durations import Duration
 from acceltrial.api.spec.analysis import AnalysisSpec
 from acceltrial.api.spec.economics import EconomicsSpec
@@ -34,6 +35,13 @@ class TrialSpec(ApiModel):
                 "mirror steps need traffic.router gatewayapi: the replicas router cannot copy "
                 "requests",
                 ".steps",
+            ),
+            cel(
+                "!has(self.capacityTest) || self.traffic.router == 'gatewayapi'",
+                "capacityTest needs traffic.router gatewayapi: with the replicas router the "
+                "candidate's pods join the baseline Service as soon as they are ready, so users "
+                "would reach it while it is load-tested",
+                ".capacityTest",
             ),
             cel(
                 "!has(self.quality) || self.traffic.router == 'gatewayapi'",
@@ -81,6 +89,10 @@ class TrialSpec(ApiModel):
     """A prompt set both variants answer once the candidate is Available, before any user
     request (or mirrored copy) reaches it, and the criteria the candidate's answers must meet
     (docs/quality.md)."""
+    capacity_test: CapacityTestSpec | None = None
+    """A load sweep of the candidate's pods once it is Available (and has passed quality),
+    before any user's request reaches it: how much one pod carries at the SLO
+    (docs/capacity-test.md)."""
     notifications: list[Notification] | None = Field(
         default=None,
         max_length=8,

@@ -21,7 +21,7 @@ from acceltrial.api.status import TrialStatus
 from acceltrial.engine.quality.check import QualityCheck
 from acceltrial.engine.quality.compare import QualityJudgement, judge_quality
 from acceltrial.engine.schedule import elapsed
-from acceltrial.engine.ticks import RemoveCandidate
+from acceltrial.engine.ticks import Event, RemoveCandidate
 from acceltrial.engine.verdict import PASSED, GateVerdict
 
 
@@ -64,7 +64,9 @@ def _judged(
     recorded = _status(verdict, Checked(step, now, check), why, judgements)
     status = status.model_copy(update={"quality": recorded})
     if verdict == "Pass":
-        return status, PASSED
+        return status, GateVerdict(
+            passed=True, events=(Event("Normal", "QualityPassed", why[:1024]),)
+        )
     if verdict == "Fail":
         return status, _failed(step, why)
     message = f"{why}; resume asks the prompt set again, promote goes on without it"

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from acceltrial.engine.capacity_sweep import Bounds, Slo, Stair, StopReason, next_stair
-from acceltrial.providers.quality.openai import AnswerError, OpenAiClient
+from acceltrial.engine.capacity_sweep import Bounds, Slo, Stair, SweepOutcome, next_stair
+from acceltrial.providers.quality.openai import AnswerError, OpenAiClient, Unreachable
 
 WARM_UP_SHARE = 0.25
 """Share of a stair before requests count."""
@@ -110,28 +110,31 @@ def _stair(concurrency: int, seconds: float, finished: _Finished) -> Stair:
     )
 
 
-@dataclass(frozen=True)
-class SweepRun:
-    """A whole sweep: the stairs run, and why it stopped."""
-
-    stairs: tuple[Stair, ...]
-    stopped_because: StopReason
-    why: str
-
-
 def sweep(
     client: OpenAiClient,
     shape: LoadShape,
     slo: Slo,
     bounds: Bounds,
+    *,
+    pods: int = 1,
     clock: Callable[[], float] = time.monotonic,
-) -> SweepRun:
-    """Stairs as engine/capacity_sweep.py plans them, until it says stop."""
+) -> SweepOutcome:
+    """Stairs as engine/capacity_sweep.py plans them, until it says stop; a problem instead
+    when the first request cannot reach the variant at all (asked alone first, as the quality
+    check does, so an unreachable Service costs one request, not a stair)."""
     began = clock()
+    try:
+        client.generate(shape.prompt, 1)
+    except Unreachable as error:
+        return SweepOutcome(problem=str(error), pods=pods)
+    except AnswerError:
+        pass  # a failing server is what the stairs measure
     stairs: list[Stair] = []
     while True:
         planned = next_stair(stairs, slo, bounds, clock() - began)
         if planned.concurrency is None:
             assert planned.stopped_because is not None  # a plan without a stair says why
-            return SweepRun(tuple(stairs), planned.stopped_because, planned.why)
+            return SweepOutcome(
+                tuple(stairs), planned.stopped_because, planned.why, pods, clock() - began
+            )
         stairs.append(run_stair(client, shape, planned.concurrency, bounds.stair_seconds, clock))

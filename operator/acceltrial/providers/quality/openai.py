@@ -42,6 +42,10 @@ class AnswerError(Exception):
     temporary = True
 
 
+class Unreachable(AnswerError):
+    """No connection to the server (no such host, refused, reset): asking again may help."""
+
+
 class RequestRefused(AnswerError):
     """The server refused the request (4xx): asking again cannot help."""
 
@@ -163,7 +167,7 @@ class OpenAiClient:
         except TimeoutError:
             raise AnswerError(f"{path}: no answer within {self.timeout:g}s") from None
         except urllib.error.URLError as error:
-            raise AnswerError(f"{path}: cannot reach {self.base_url}: {error.reason}") from None
+            raise Unreachable(f"{path}: cannot reach {self.base_url}: {error.reason}") from None
         try:
             body = json.loads(raw)
         except json.JSONDecodeError:

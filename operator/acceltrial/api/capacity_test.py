@@ -1,0 +1,143 @@
+"""``spec.capacityTest`` and ``status.capacityTest``: how much one candidate pod carries at the
+latency SLO, measured by a load sweep before any user's request reaches it
+(docs/capacity-test.md). The plan of the sweep is engine/capacity_sweep.py."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from acceltrial.api.base import ApiModel, cel, cel_rules
+from acceltrial.api.durations import Duration
+
+StoppedBecause = Literal["slo", "errors", "flat", "maxDuration", "maxConcurrency"]
+"""Why a sweep stopped: a latency percentile above its limit (``slo``), the error ratio above
+its limit (``errors``), throughput no longer growing (``flat``), the time bound
+(``maxDuration``) or the concurrency bound (``maxConcurrency``)."""
+MAX_STAIRS = 32
+
+
+class CapacitySlo(ApiModel):
+    """What a stair of the sweep must meet to count: latency percentiles and the error ratio."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            cel(
+                "has(self.latencyP99) || has(self.ttftP99) || has(self.itlP99) || "
+                "has(self.errorRatio)",
+                "give at least one of latencyP99, ttftP99, itlP99 or errorRatio",
+            ),
+            cel(
+                "!has(self.ttftP99) && !has(self.itlP99)",
+                "ttftP99 and itlP99 are not measured yet (the sweep reads whole answers): give "
+                "latencyP99 (end to end) and errorRatio",
+            ),
+        )
+    )
+
+    latency_p99: Duration | None = None
+    """End-to-end latency p99 limit, e.g. 2s."""
+    ttft_p99: Duration | None = None
+    """Time-to-first-token p99 limit (not measured yet: refused)."""
+    itl_p99: Duration | None = None
+    """Inter-token latency p99 limit (not measured yet: refused)."""
+    error_ratio: float | None = Field(default=None, ge=0, le=1)
+    """Failed requests over all requests, e.g. 0.01."""
+
+
+class LoadShapeSpec(ApiModel):
+    """The sweep's requests: mean prompt and generated tokens, as production sends them."""
+
+    prompt_tokens: int = Field(ge=1, le=131072)
+    """Prompt tokens of each request."""
+    generated_tokens: int = Field(ge=1, le=32768)
+    """Tokens generated for each request (``max_tokens`` with ``ignore_eos``)."""
+
+
+class CapacityTestSpec(ApiModel):
+    """A load sweep of the candidate's pods before any user's request reaches them."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            cel(
+                "self.startConcurrency <= self.maxConcurrency",
+                "startConcurrency cannot exceed maxConcurrency",
+            ),
+            cel(
+                "duration(self.stairDuration) >= duration('2s') && "
+                "duration(self.stairDuration) <= duration(self.maxDuration)",
+                "stairDuration must be at least 2s and at most maxDuration",
+                ".stairDuration",
+            ),
+        )
+    )
+
+    slo: CapacitySlo
+    """Limits a stair must meet; the pod's capacity is the best goodput of a stair within them."""
+    requests: LoadShapeSpec
+    """The shape of the sweep's requests (production's mean prompt and answer lengths)."""
+    max_duration: Duration = "5m"
+    """Bound on the whole sweep."""
+    stair_duration: Duration = "15s"
+    """How long each concurrency is held (its first quarter is warm-up)."""
+    start_concurrency: int = Field(default=1, ge=1, le=1024)
+    """Concurrency of the first stair; it doubles from there."""
+    max_concurrency: int = Field(default=256, ge=1, le=1024)
+    """Bound on the concurrency."""
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+    """The ``model`` each request names, where the servers serve several (vLLM's
+    ``--served-model-name``); none is sent by default."""
+
+
+class SweepStair(ApiModel):
+    """One stair of the sweep as measured."""
+
+    concurrency: int = Field(ge=1)
+    rps: float = Field(ge=0)
+    """Successful requests per second (all pods)."""
+    error_ratio: float | None = Field(default=None, ge=0, le=1)
+    latency_p99: float | None = Field(default=None, ge=0)
+    """Seconds."""
+    within_slo: bool
+
+
+class VariantCapacityTest(ApiModel):
+    """What the sweep measured for one variant."""
+
+    rps_per_pod: float | None = Field(default=None, ge=0)
+    """Goodput per pod at the SLO: the best stair within it, over the pods swept. None when no
+    stair met the SLO."""
+    tokens_per_second_per_pod: float | None = Field(default=None, ge=0)
+    """Generated tokens per second per pod at that stair."""
+    concurrency: int | None = Field(default=None, ge=1)
+    """The concurrency of that stair."""
+    latency_p50: float | None = Field(default=None, ge=0)
+    """Seconds, at that stair."""
+    latency_p99: float | None = Field(default=None, ge=0)
+    """Seconds, at that stair."""
+    error_ratio: float | None = Field(default=None, ge=0, le=1)
+    """At that stair."""
+    pods: int = Field(ge=1)
+    """Pods the load was spread over."""
+    stopped_because: StoppedBecause
+    """slo, errors, flat, maxDuration or maxConcurrency."""
+    reason: str = Field(max_length=1024)
+    """The stop, in words."""
+    stairs: list[SweepStair] = Field(default_factory=list, max_length=MAX_STAIRS)
+    """Every stair, in the order run."""
+    seconds: float = Field(ge=0)
+    """How long the sweep took."""
+
+
+class CapacityTestStatus(ApiModel):
+    """The capacity sweep's outcome."""
+
+    verdict: Literal["Pass", "Fail", "Inconclusive"]
+    """Pass: measured; Fail: the candidate breaks the SLO at the lowest concurrency;
+    Inconclusive: the sweep could not run or measured nothing."""
+    reason: str = Field(max_length=4096)
+    measured_at: datetime
+    candidate: VariantCapacityTest | None = None
+    """The candidate's pods, swept before any user's request reached them."""

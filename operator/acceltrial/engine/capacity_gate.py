@@ -1,0 +1,134 @@
+"""The capacity gate (``spec.capacityTest``): before step 1, once the candidate is Available and
+its answers passed ``spec.quality`` (if asked), record ``status.capacityTest`` from the sweep
+of its pods and say what the trial does. Pure.
+
+No user's request, not even a mirrored copy, has reached the candidate yet, so a candidate that
+breaks the SLO at the sweep's lowest concurrency ends the trial ``Failed`` (``CriterionFailed``)
+with the candidate removed and the route never changed. A sweep that cannot measure (the
+Service unreachable) is inconclusive and goes the way ``analysis.onInconclusive`` says: pause
+(``CapacityInconclusive``: resume sweeps again, promote goes on without it) or end the trial
+``Failed`` (``Inconclusive``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from acceltrial.api.capacity_test import (
+    CapacityTestSpec,
+    CapacityTestStatus,
+    SweepStair,
+    VariantCapacityTest,
+)
+from acceltrial.api.durations import duration_seconds
+from acceltrial.api.reasons import CRITERION_FAILED, INCONCLUSIVE
+from acceltrial.api.spec import TrialSpec
+from acceltrial.api.status import TrialStatus
+from acceltrial.engine.capacity_sweep import Bounds, Slo, SweepOutcome, best_stair, breach
+from acceltrial.engine.ticks import Event, RemoveCandidate
+from acceltrial.engine.verdict import PASSED, GateVerdict
+
+MEASURING = "measuring how much one candidate pod carries (capacityTest)"
+LEFT = "; the candidate is removed, the route was never changed"
+
+
+def sweep_settings(settings: CapacityTestSpec) -> tuple[Slo, Bounds]:
+    """The engine's SLO and bounds of ``spec.capacityTest``."""
+    slo = settings.slo
+
+    def seconds(value: str | None) -> float | None:
+        return None if value is None else duration_seconds(value)
+
+    return (
+        Slo(seconds(slo.latency_p99), seconds(slo.ttft_p99), seconds(slo.itl_p99),
+            slo.error_ratio),
+        Bounds(settings.start_concurrency, settings.max_concurrency,
+               duration_seconds(settings.stair_duration), duration_seconds(settings.max_duration)),
+    )  # fmt: skip
+
+
+def capacity_due(spec: TrialSpec, status: TrialStatus, candidate_available: bool) -> bool:
+    """Whether the world should sweep (or keep sweeping) the candidate on this tick: before
+    step 1, once it is Available and its answers passed spec.quality (if asked)."""
+    if spec.capacity_test is None or status.capacity_test is not None or not candidate_available:
+        return False
+    quality = status.quality
+    answered = spec.quality is None or (quality is not None and quality.verdict == "Pass")
+    return status.phase == "Progressing" and not status.step and answered
+
+
+def capacity_gate(
+    spec: TrialSpec, status: TrialStatus, outcome: SweepOutcome | None, now: datetime
+) -> tuple[TrialStatus, GateVerdict]:
+    """The status with the sweep recorded, and the verdict: go on once it measured, else wait,
+    fail or pause."""
+    settings = spec.capacity_test
+    if settings is None or (status.capacity_test and status.capacity_test.verdict == "Pass"):
+        return status, PASSED
+    if outcome is None:
+        return status, GateVerdict(message=MEASURING)
+    if outcome.problem is not None:
+        why = f"the capacity sweep cannot measure: {outcome.problem}"
+        recorded = status.model_copy(update={"capacity_test": _status("Inconclusive", why, now)})
+        if spec.analysis.on_inconclusive == "pause":
+            message = f"{why}; resume sweeps again, promote goes on without it"
+            return recorded, GateVerdict(pause="CapacityInconclusive", message=message)
+        return recorded, _failed(INCONCLUSIVE, why)
+    slo, _ = sweep_settings(settings)
+    measured = variant_result(outcome, slo)
+    best = best_stair(outcome.stairs, slo)
+    if best is None:
+        why = f"the candidate breaks its capacityTest SLO at the lowest concurrency: {outcome.why}"
+        failed = _status("Fail", why, now, measured)
+        return status.model_copy(update={"capacity_test": failed}), _failed(CRITERION_FAILED, why)
+    why = (
+        f"one candidate pod carries {measured.rps_per_pod:.3g} requests/s within its SLO "
+        f"(concurrency {best.concurrency}); the sweep stopped: {outcome.why}"
+    )
+    passed = _status("Pass", why, now, measured)
+    told = Event("Normal", "CapacityMeasured", why[:1024])
+    return status.model_copy(update={"capacity_test": passed}), GateVerdict(
+        passed=True, events=(told,)
+    )
+
+
+def variant_result(outcome: SweepOutcome, slo: Slo) -> VariantCapacityTest:
+    """``status.capacityTest.<variant>`` of a finished sweep."""
+    best = best_stair(outcome.stairs, slo)
+    pods = max(1, outcome.pods)
+    stairs = [
+        SweepStair(
+            concurrency=s.concurrency, rps=s.goodput, error_ratio=s.error_ratio,
+            latency_p99=s.latency_p99, within_slo=breach(s, slo) is None,
+        )
+        for s in outcome.stairs[-32:]
+    ]  # fmt: skip
+    return VariantCapacityTest(
+        rps_per_pod=None if best is None else best.goodput / pods,
+        tokens_per_second_per_pod=None if best is None else best.tokens_per_second / pods,
+        concurrency=None if best is None else best.concurrency,
+        latency_p50=None if best is None else best.latency_p50,
+        latency_p99=None if best is None else best.latency_p99,
+        error_ratio=None if best is None else best.error_ratio,
+        pods=pods,
+        stopped_because=outcome.stopped_because,
+        reason=outcome.why[:1024],
+        stairs=stairs,
+        seconds=outcome.seconds,
+    )
+
+
+def _status(
+    verdict: Literal["Pass", "Fail", "Inconclusive"],
+    why: str,
+    now: datetime,
+    candidate: VariantCapacityTest | None = None,
+) -> CapacityTestStatus:
+    return CapacityTestStatus(
+        verdict=verdict, reason=why[:4096], measured_at=now, candidate=candidate
+    )
+
+
+def _failed(code: Literal["CriterionFailed", "Inconclusive"], why: str) -> GateVerdict:
+    return GateVerdict(fail=code, reason=why, message=why + LEFT, actions=(RemoveCandidate(),))

@@ -60,7 +60,7 @@ ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1" or bool(os.environ.ge
 REAL_ONLY = {"inference-pool", "inference-pool-rollback"}
 """Scenarios the emulator refuses (InferencePools): skipped where the real plane is not built."""
 ON_REAL = {"promote", "shadow-promote", "shadow-rollback", "quality-regression", "quality-parity",
-           *REAL_ONLY}  # fmt: skip
+           "capacity-measured", *REAL_ONLY}  # fmt: skip
 """Scenarios run on the real control plane outside CI when it is built (all in CI or with
 ACCELTRIAL_E2E_REAL=1)."""
 SCENARIO_TEST = "test_the_scenario_ends_as_expected_on_a_busy_machine"

@@ -5,14 +5,17 @@ measure pauses for a person (or fails, as onInconclusive says)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from acceltrial.api.reasons import CRITERION_FAILED, INCONCLUSIVE
+from acceltrial.api.spec import EconomicsSpec
 from acceltrial.api.status import TrialStatus
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.capacity_sweep import Stair, SweepOutcome
+from acceltrial.engine.economics import Throughput, VariantInput, compare
 from acceltrial.engine.quality.check import QualityCheck
 from acceltrial.engine.ticks import RemoveCandidate, RestoreRouting
 from tests.unit.test_lifecycle import Driver, condition, make_spec
@@ -172,3 +175,55 @@ def test_a_capacity_test_that_cannot_work_is_refused_naming_the_field(
     }  # fmt: skip
     problems = [str(p) for p in validate_trial(manifest)]
     assert any(p.startswith(said) for p in problems), problems
+
+
+def test_a_candidate_dearer_at_its_measured_capacity_ends_failed_before_any_traffic_moves() -> None:
+    """Its utilization would project 10 requests/s per pod; the sweep measured 3. At 3 the
+    candidate's cost per 1k requests is beyond the criterion's limit, whatever its fromWeight:
+    no user's request needs to reach it to know."""
+    baseline = VariantInput(replicas=4, price_per_instance_hour=1.006, accelerators_per_pod=1,
+                            accelerators_per_instance=1, observed=Throughput(20, 4000),
+                            utilization=0.5)  # fmt: skip
+    candidate = VariantInput(replicas=1, price_per_instance_hour=1.968, accelerators_per_pod=2,
+                             accelerators_per_instance=2, observed=Throughput(None, None),
+                             utilization=None, measured_capacity=Throughput(3, 600))  # fmt: skip
+    economics = EconomicsSpec(target_utilization=0.7)
+    dearer = replace(MEASURED, cost=compare(baseline, candidate, economics, baseline.observed))
+    cost = {"name": "cost", "metric": "cost_per_thousand_requests", "relative": {"max": 0.9},
+            "fromWeight": 50}  # fmt: skip
+    criteria = [{"name": "errors", "metric": "error_ratio", "absolute": {"max": 0.01}}, cost]
+    driver = Driver(make_spec(capacityTest=CAPACITY_TEST, analysis={"criteria": criteria}),
+                    sweep=Sweeps(dearer, running=0))  # fmt: skip
+    driver.run_until("Failed")
+    decision = driver.status.decision
+    assert decision is not None
+    assert decision.reason_code == CRITERION_FAILED
+    assert decision.reason.startswith(
+        "at the capacity measured before any user's request reached it (3.8 requests/s per pod "
+        "within its SLO, the baseline at its production operating point): cost: "
+    )
+    assert "(limit max 0.9)" in decision.reason
+    assert driver.weights() == []
+    # At $0.25 an hour the candidate's 9.5 pods cost 0.83x the baseline's 2.9: it goes on.
+    cheaper = replace(candidate, price_per_instance_hour=0.25)
+    fine = replace(MEASURED, cost=compare(baseline, cheaper, economics, baseline.observed))
+    driver = Driver(make_spec(capacityTest=CAPACITY_TEST, analysis={"criteria": criteria}),
+                    sweep=Sweeps(fine, running=0))  # fmt: skip
+    driver.run_until("Progressing")
+    driver.tick()
+    assert driver.status.step == 1
+    assert driver.weights() == [5]
+
+
+def test_a_cost_that_cannot_be_read_before_exposure_is_left_to_the_steps_and_said() -> None:
+    cost = {"name": "cost", "metric": "cost_per_thousand_requests", "relative": {"max": 0.9}}
+    driver = Driver(make_spec(capacityTest=CAPACITY_TEST, analysis={"criteria": [cost]}),
+                    sweep=Sweeps(MEASURED, running=0))  # fmt: skip
+    driver.run_until("Progressing")
+    driver.tick()
+    assert driver.status.step == 1
+    swept = driver.status.capacity_test
+    assert swept is not None
+    assert swept.reason.endswith(
+        "; cost not judged before exposure: cost: the baseline's figures could not be read"
+    )

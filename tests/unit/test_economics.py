@@ -7,6 +7,7 @@ the GPU of g5.2xlarge, whose price the reference table lacks) and inf2.8xlarge $
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import example, given, settings
@@ -297,8 +298,29 @@ def test_to_status_leaves_unknown_figures_out() -> None:
         "replicasNeeded": pytest.approx(2.857143),
         "projectedReplicasLow": 1,
         "projectedReplicasHigh": 6,
+        "capacityRpsPerReplica": 10.0,  # 1 req/s over 2 pods at 5%
     }
     assert status.projected_monthly_savings is None
+
+
+def test_a_measured_capacity_replaces_the_utilization_projection_and_keeps_it_beside() -> None:
+    """A sweep measured 3 req/s (600 tokens/s) per candidate pod where 5% utilization
+    projects 10: all 20 req/s need 20 / (3 x 0.7) = 9.52 pods, not 2.86, and the utilization
+    band no longer applies."""
+    measured = replace(CANDIDATE_AT_5, measured_capacity=Throughput(3, 600))
+    result = compare(BASELINE_AT_5, measured, ECONOMICS)
+    candidate = result.candidate
+    assert candidate.replicas_needed == pytest.approx(20 / (3 * 0.7))
+    assert candidate.projected_replicas == 10
+    assert candidate.projected_replicas_range is None
+    assert candidate.capacity_per_replica == Throughput(3, 600)
+    assert candidate.projected_capacity_per_replica == Throughput(10, 2000)
+    status = to_status(result).candidate
+    assert status is not None
+    assert (status.capacity_rps_per_replica, status.utilization_capacity_rps_per_replica) == (3, 10)
+    unmeasured = compare(BASELINE_AT_5, CANDIDATE_AT_5, ECONOMICS).candidate
+    assert unmeasured.projected_capacity_per_replica is None
+    assert unmeasured.replicas_needed == pytest.approx(20 / (10 * 0.7))
 
 
 MEASURED = st.one_of(

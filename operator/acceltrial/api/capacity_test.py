@@ -125,10 +125,28 @@ class VariantCapacityTest(ApiModel):
     """slo, errors, flat, maxDuration or maxConcurrency."""
     reason: str = Field(max_length=1024)
     """The stop, in words."""
+    utilization: float | None = Field(default=None, ge=0)
+    """The pods' accelerator utilization over that stair, 0..1."""
+    utilization_rps_per_pod: float | None = Field(default=None, ge=0)
+    """What a projection from utilization makes of that stair's load (``rpsPerPod`` over
+    ``utilization``): the figure the cost model would use unmeasured."""
     stairs: list[SweepStair] = Field(default_factory=list, max_length=MAX_STAIRS)
     """Every stair, in the order run."""
     seconds: float = Field(ge=0)
     """How long the sweep took."""
+
+
+class CapacityCost(ApiModel):
+    """Cost per unit of capacity at the target utilization (USD), as the cost criteria judge
+    it before any user's request reaches the candidate: the candidate at its measured capacity,
+    the baseline at its production operating point (its throughput over its utilization)."""
+
+    baseline_per_million_tokens: float | None = Field(default=None, ge=0)
+    candidate_per_million_tokens: float | None = Field(default=None, ge=0)
+    baseline_per_thousand_requests: float | None = Field(default=None, ge=0)
+    candidate_per_thousand_requests: float | None = Field(default=None, ge=0)
+    baseline_rps_per_pod: float | None = Field(default=None, ge=0)
+    """The baseline's capacity per pod as production shows it (not load-tested)."""
 
 
 class CapacityTestStatus(ApiModel):
@@ -141,3 +159,6 @@ class CapacityTestStatus(ApiModel):
     measured_at: datetime
     candidate: VariantCapacityTest | None = None
     """The candidate's pods, swept before any user's request reached them."""
+    cost: CapacityCost | None = None
+    """Both variants' cost at those capacities, when a cost criterion asks: the comparison is
+    asymmetric (the baseline is not load-tested; its figure comes from production)."""

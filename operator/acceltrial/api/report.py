@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 
 from acceltrial.api.base import ApiModel
 from acceltrial.api.capacity import CapacityStatus
+from acceltrial.api.capacity_test import CapacityTestStatus
 from acceltrial.api.neuron import CompileStatus
 from acceltrial.api.quality import QualityStatus
 from acceltrial.api.status import Decision, EconomicsStatus, Phase
@@ -228,6 +229,9 @@ class Report(ApiModel):
     """The query each reading (per criterion and cost input, per variant) last used."""
     capacity: CapacityStatus | None = None
     """Capacity the trial added for the candidate and when it was given back."""
+    capacity_test: CapacityTestStatus | None = None
+    """The capacity sweep (spec.capacityTest): goodput per pod at the SLO, measured before any
+    user's request reached the candidate, beside what its utilization would have projected."""
     gitops: dict[str, Any] | None = None
     """For a promoted trial: the manifests to commit (the candidate Deployment as the new primary,
     the HTTPRoute at 100%)."""

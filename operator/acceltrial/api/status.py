@@ -272,6 +272,12 @@ class VariantEconomics(ApiModel):
     projected_replicas_high: int | None = Field(default=None, ge=1)
     """What ``projectedReplicas`` would be were the measured utilization 5 points higher (at
     most 1)."""
+    capacity_rps_per_replica: float | None = Field(default=None, ge=0)
+    """Requests per second one replica carries, as the projection took it: measured by the
+    capacity sweep (spec.capacityTest), or else throughput over utilization."""
+    utilization_capacity_rps_per_replica: float | None = Field(default=None, ge=0)
+    """Throughput over utilization, when a measured capacity was used instead: how far the
+    utilization projection would have been off."""
 
 
 class BaselineCostFromSteps(ApiModel):

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Literal
 
 from acceltrial.api.capacity_test import (
+    CapacityCost,
     CapacityTestSpec,
     CapacityTestStatus,
     SweepStair,
@@ -25,7 +26,17 @@ from acceltrial.api.durations import duration_seconds
 from acceltrial.api.reasons import CRITERION_FAILED, INCONCLUSIVE
 from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import TrialStatus
-from acceltrial.engine.capacity_sweep import Bounds, Slo, SweepOutcome, best_stair, breach
+from acceltrial.engine.analysis import Judgement, judge_cost
+from acceltrial.engine.capacity_sweep import (
+    Bounds,
+    Slo,
+    Stair,
+    SweepOutcome,
+    best_stair,
+    breach,
+)
+from acceltrial.engine.economics import Comparison, Throughput, cost_criterion_values
+from acceltrial.engine.metrics import COST_METRICS
 from acceltrial.engine.ticks import Event, RemoveCandidate
 from acceltrial.engine.verdict import PASSED, GateVerdict
 
@@ -69,28 +80,97 @@ def capacity_gate(
     if outcome is None:
         return status, GateVerdict(message=MEASURING)
     if outcome.problem is not None:
-        why = f"the capacity sweep cannot measure: {outcome.problem}"
-        recorded = status.model_copy(update={"capacity_test": _status("Inconclusive", why, now)})
-        if spec.analysis.on_inconclusive == "pause":
-            message = f"{why}; resume sweeps again, promote goes on without it"
-            return recorded, GateVerdict(pause="CapacityInconclusive", message=message)
-        return recorded, _failed(INCONCLUSIVE, why)
-    slo, _ = sweep_settings(settings)
+        return _unmeasured(spec, status, outcome.problem, now)
+    recorded, verdict = _measured(spec, outcome, now)
+    return status.model_copy(update={"capacity_test": recorded}), verdict
+
+
+def _unmeasured(
+    spec: TrialSpec, status: TrialStatus, problem: str, now: datetime
+) -> tuple[TrialStatus, GateVerdict]:
+    why = f"the capacity sweep cannot measure: {problem}"
+    recorded = status.model_copy(update={"capacity_test": _status("Inconclusive", why, now)})
+    if spec.analysis.on_inconclusive == "pause":
+        message = f"{why}; resume sweeps again, promote goes on without it"
+        return recorded, GateVerdict(pause="CapacityInconclusive", message=message)
+    return recorded, _failed(INCONCLUSIVE, why)
+
+
+def _measured(
+    spec: TrialSpec, outcome: SweepOutcome, now: datetime
+) -> tuple[CapacityTestStatus, GateVerdict]:
+    """A finished sweep: the candidate breaks its SLO alone, already costs more than its cost
+    criteria allow, or passes."""
+    assert spec.capacity_test is not None  # judged only when the spec asks for a sweep
+    slo, _ = sweep_settings(spec.capacity_test)
     measured = variant_result(outcome, slo)
     best = best_stair(outcome.stairs, slo)
     if best is None:
         why = f"the candidate breaks its capacityTest SLO at the lowest concurrency: {outcome.why}"
-        failed = _status("Fail", why, now, measured)
-        return status.model_copy(update={"capacity_test": failed}), _failed(CRITERION_FAILED, why)
+        return _status("Fail", why, now, measured), _failed(CRITERION_FAILED, why)
+    dearer = _costlier(spec, outcome, measured)
+    if dearer:
+        failed = _status("Fail", dearer, now, measured, outcome.cost)
+        return failed, _failed(CRITERION_FAILED, dearer)
     why = (
         f"one candidate pod carries {measured.rps_per_pod:.3g} requests/s within its SLO "
         f"(concurrency {best.concurrency}); the sweep stopped: {outcome.why}"
+        f"{_unjudged_cost(spec, outcome)}"
     )
-    passed = _status("Pass", why, now, measured)
     told = Event("Normal", "CapacityMeasured", why[:1024])
-    return status.model_copy(update={"capacity_test": passed}), GateVerdict(
-        passed=True, events=(told,)
+    passed = _status("Pass", why, now, measured, outcome.cost)
+    return passed, GateVerdict(passed=True, events=(told,))
+
+
+def _costlier(spec: TrialSpec, outcome: SweepOutcome, measured: VariantCapacityTest) -> str:
+    """Why the cost criteria already fail at the measured capacity (whatever their
+    ``fromWeight``: no user needs to reach a candidate known to cost more), or ""."""
+    failed = [f"{name}: {judged.reason}" for name, judged in _cost_judgements(spec, outcome)
+              if judged.verdict == "Fail"]  # fmt: skip
+    if not failed:
+        return ""
+    return (
+        f"at the capacity measured before any user's request reached it "
+        f"({measured.rps_per_pod:.3g} requests/s per pod within its SLO, the baseline at its "
+        f"production operating point): {'; '.join(failed)}"
     )
+
+
+def _unjudged_cost(spec: TrialSpec, outcome: SweepOutcome) -> str:
+    """Why a cost criterion could not be judged before exposure (the steps judge it), or ""."""
+    unsure = [f"{name}: {judged.reason}" for name, judged in _cost_judgements(spec, outcome)
+              if judged.verdict != "Pass"]  # fmt: skip
+    return "; cost not judged before exposure: " + "; ".join(unsure) if unsure else ""
+
+
+def _cost_judgements(spec: TrialSpec, outcome: SweepOutcome) -> list[tuple[str, Judgement]]:
+    criteria = [c for c in spec.analysis.criteria if c.metric in COST_METRICS]
+    if not criteria:
+        return []
+    if outcome.cost is None:
+        missing = Judgement("cost", "Inconclusive", "the baseline's figures could not be read")
+        return [(c.name, missing) for c in criteria]
+    judged = []
+    for criterion in criteria:
+        baseline, candidate = cost_criterion_values(outcome.cost, str(criterion.metric))
+        judged.append((criterion.name, judge_cost(criterion, baseline, candidate, "not read")))
+    return judged
+
+
+def best_within_slo(spec: TrialSpec, outcome: SweepOutcome) -> Stair | None:
+    """The sweep's best stair within spec.capacityTest's SLO; None when none met it."""
+    if spec.capacity_test is None:
+        return None
+    return best_stair(outcome.stairs, sweep_settings(spec.capacity_test)[0])
+
+
+def capacity_per_pod(spec: TrialSpec, outcome: SweepOutcome) -> Throughput | None:
+    """What one pod carries within the SLO, by the sweep; None when no stair met it."""
+    best = best_within_slo(spec, outcome)
+    if best is None or best.goodput <= 0:
+        return None
+    pods = max(1, outcome.pods)
+    return Throughput(best.goodput / pods, best.tokens_per_second / pods or None)
 
 
 def variant_result(outcome: SweepOutcome, slo: Slo) -> VariantCapacityTest:
@@ -104,8 +184,12 @@ def variant_result(outcome: SweepOutcome, slo: Slo) -> VariantCapacityTest:
         )
         for s in outcome.stairs[-32:]
     ]  # fmt: skip
+    rps = None if best is None else best.goodput / pods
+    busy = outcome.utilization
     return VariantCapacityTest(
-        rps_per_pod=None if best is None else best.goodput / pods,
+        rps_per_pod=rps,
+        utilization=busy,
+        utilization_rps_per_pod=None if rps is None or not busy else rps / busy,
         tokens_per_second_per_pod=None if best is None else best.tokens_per_second / pods,
         concurrency=None if best is None else best.concurrency,
         latency_p50=None if best is None else best.latency_p50,
@@ -124,9 +208,22 @@ def _status(
     why: str,
     now: datetime,
     candidate: VariantCapacityTest | None = None,
+    cost: Comparison | None = None,
 ) -> CapacityTestStatus:
     return CapacityTestStatus(
-        verdict=verdict, reason=why[:4096], measured_at=now, candidate=candidate
+        verdict=verdict, reason=why[:4096], measured_at=now, candidate=candidate,
+        cost=None if cost is None else _cost(cost),
+    )  # fmt: skip
+
+
+def _cost(comparison: Comparison) -> CapacityCost:
+    baseline, candidate = comparison.baseline, comparison.candidate
+    return CapacityCost(
+        baseline_per_million_tokens=baseline.unit_per_million_tokens,
+        candidate_per_million_tokens=candidate.unit_per_million_tokens,
+        baseline_per_thousand_requests=baseline.unit_per_thousand_requests,
+        candidate_per_thousand_requests=candidate.unit_per_thousand_requests,
+        baseline_rps_per_pod=baseline.capacity_per_replica.requests_per_second,
     )
 
 

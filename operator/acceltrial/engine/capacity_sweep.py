@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from acceltrial.engine.economics import Comparison
+
 StopReason = Literal["slo", "errors", "flat", "maxDuration", "maxConcurrency"]
 FLAT_GAIN = 0.1
 """A doubling that raises the best goodput by less than this share is flat."""
@@ -59,15 +61,32 @@ class Stair:
     latency_p99: float | None = None
     ttft_p99: float | None = None
     itl_p99: float | None = None
+    began: float | None = None
+    """When its measured span began (seconds since the epoch): to read the pods' utilization
+    over it."""
+    throughput: float | None = None
+    """Requests per second that finished, successful or not, by Little's law: the concurrency
+    over the mean time a request took. Steadier than counting the requests that ended within a
+    short span (a stair's clients start together, so their answers come in waves); None: the
+    count over ``seconds`` stands."""
+
+    @property
+    def ended(self) -> float | None:
+        return None if self.began is None else self.began + self.seconds
 
     @property
     def goodput(self) -> float:
         """Successful requests per second."""
+        finished = self.succeeded + self.failed
+        if self.throughput is not None and finished:
+            return self.throughput * self.succeeded / finished
         return self.succeeded / self.seconds if self.seconds > 0 else 0.0
 
     @property
     def tokens_per_second(self) -> float:
-        return self.generated_tokens / self.seconds if self.seconds > 0 else 0.0
+        if not self.succeeded:
+            return 0.0
+        return self.goodput * self.generated_tokens / self.succeeded
 
     @property
     def error_ratio(self) -> float | None:
@@ -168,3 +187,9 @@ class SweepOutcome:
     seconds: float = 0.0
     problem: str | None = None
     """The sweep could not measure: its target unreachable, nothing answered."""
+    cost: Comparison | None = None
+    """Both variants' costs at the measured capacity against the baseline's production
+    operating point, when cost criteria ask (added by the world once the sweep finished)."""
+    utilization: float | None = None
+    """The pods' accelerator utilization over the best stair within the SLO (added by the
+    world): what a projection from utilization would have made of that load."""

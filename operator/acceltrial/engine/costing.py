@@ -128,6 +128,8 @@ def cost_figures(
     resources: Mapping[Variant, VariantResources],
     economics: EconomicsSpec,
     production_from: Literal["both", "candidate", "baseline"] = "both",
+    *,
+    measured: Mapping[Variant, Throughput] | None = None,
 ) -> CostFigures:
     """Both variants' cost figures from this measurement's readings.
 
@@ -149,6 +151,7 @@ def cost_figures(
             accelerators_per_instance=held.accelerators_per_instance,
             observed=Throughput(values["request_rate"], values["token_rate"]),
             utilization=values["accelerator_utilization"],
+            measured_capacity=(measured or {}).get(variant),
         )
         gaps += _gaps(variant, held, values)
     production = None if production_from == "both" else inputs[production_from].observed

@@ -78,6 +78,9 @@ class VariantInput:
     """What the variant served over the measurement window."""
     utilization: float | None
     """Measured accelerator utilization, 0..1."""
+    measured_capacity: Throughput | None = None
+    """What one replica carries at the SLO, measured by a load sweep (spec.capacityTest): the
+    projection uses it instead of throughput over utilization, which it keeps as a cross-check."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,8 @@ class VariantCost:
     observed_per_million_tokens: float | None
     observed_per_thousand_requests: float | None
     capacity_per_replica: Throughput
-    """Throughput one replica would give at 100% utilization."""
+    """Throughput one replica carries: measured by the sweep, or else the utilization
+    projection's (throughput at 100% utilization)."""
     replicas: int
     """Pods serving the variant in the window: today's replicas."""
     replicas_needed: float | None
@@ -107,6 +111,8 @@ class VariantCost:
     """Cost per 1M tokens of capacity at the target utilization: ``replicasNeeded`` unrounded.
     What cost criteria judge, so a whole replica's rounding cannot flip them."""
     unit_per_thousand_requests: float | None = None
+    projected_capacity_per_replica: Throughput | None = None
+    """The utilization projection's capacity, when a measured one was used instead."""
 
 
 @dataclass(frozen=True)
@@ -245,6 +251,14 @@ def _times(first: float | None, second: float | None) -> float | None:
 
 
 def _capacity(variant: VariantInput) -> Throughput:
+    """The replica's capacity: measured, or projected from utilization."""
+    measured = variant.measured_capacity
+    if measured is not None and (measured.requests_per_second or measured.tokens_per_second):
+        return measured
+    return _projected_capacity(variant)
+
+
+def _projected_capacity(variant: VariantInput) -> Throughput:
     observed = variant.observed
     return Throughput(
         capacity_per_replica(observed.requests_per_second, variant.replicas, variant.utilization),
@@ -274,7 +288,11 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
         float(variant.replicas) if variant.replicas > 0 else None, per_replica_hour
     )
     capacity = _capacity(variant)
+    projected = _projected_capacity(variant)
     needed = fleet_need(production, capacity, target)
+    # The utilization band says how far a projection from utilization may be off; a measured
+    # capacity has no such band.
+    band = replica_range(needed, variant.utilization) if capacity == projected else None
     projected_replicas = None if needed is None else rounded_up(needed)
     projected_per_hour = _times(
         None if projected_replicas is None else float(projected_replicas), per_replica_hour
@@ -295,7 +313,7 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
         replicas=variant.replicas,
         replicas_needed=needed,
         projected_replicas=projected_replicas,
-        projected_replicas_range=replica_range(needed, variant.utilization),
+        projected_replicas_range=band,
         projected_cost_per_hour=projected_per_hour,
         projected_per_million_tokens=cost_per_unit(
             projected_per_hour, production.tokens_per_second, TOKENS_UNIT
@@ -311,6 +329,7 @@ def variant_cost(variant: VariantInput, production: Throughput, target: float) -
         unit_per_thousand_requests=cost_per_unit(
             unit_per_hour, production.requests_per_second, REQUESTS_UNIT
         ),
+        projected_capacity_per_replica=None if capacity == projected else projected,
     )
 
 
@@ -402,6 +421,12 @@ def variant_status(cost: VariantCost) -> VariantEconomics:
         projected_replicas_high=cost.projected_replicas_range[1]
         if cost.projected_replicas_range
         else None,
+        capacity_rps_per_replica=cost.capacity_per_replica.requests_per_second,
+        utilization_capacity_rps_per_replica=(
+            cost.projected_capacity_per_replica.requests_per_second
+            if cost.projected_capacity_per_replica
+            else None
+        ),
     )
 
 

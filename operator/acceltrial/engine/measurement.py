@@ -10,7 +10,7 @@ it decides none of this.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -42,6 +42,7 @@ from acceltrial.engine.costing import (
     plan_cost_inputs,
     requests_served,
 )
+from acceltrial.engine.economics import Throughput
 from acceltrial.engine.metrics import COST_METRICS, MetricRequest, Variant, VariantTarget
 from acceltrial.engine.schedule import mirror_at, requested_weight
 from acceltrial.engine.tail import tail_key, tail_requests
@@ -77,6 +78,8 @@ class MeasurementPlan:
     evidence: tuple[CriterionEvidence, ...] = ()
     """What the criteria were judged on so far in this step at this weight: a thin window is
     judged on them pooled with it."""
+    measured_capacity: Mapping[Variant, Throughput] = field(default_factory=dict)
+    """What one replica carries at the SLO, as the capacity sweep measured it (by variant)."""
 
 
 def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> MeasurementPlan:
@@ -110,7 +113,17 @@ def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> Mea
         evidence=tuple(
             row for row in status.evidence or [] if (row.step, row.weight) == (step, weight)
         ),
+        measured_capacity=measured_capacity(status),
     )
+
+
+def measured_capacity(status: TrialStatus) -> dict[Variant, Throughput]:
+    """Each swept variant's capacity per replica at the SLO (``status.capacityTest``)."""
+    swept = status.capacity_test
+    found = swept.candidate if swept else None
+    if found is None or not found.rps_per_pod:
+        return {}
+    return {"candidate": Throughput(found.rps_per_pod, found.tokens_per_second_per_pod)}
 
 
 def _production_from(planned: MeasurementPlan) -> Literal["both", "candidate", "baseline"]:
@@ -148,6 +161,7 @@ def judge_measurement(
         resources,
         spec.economics,
         production_from=_production_from(planned),
+        measured=planned.measured_capacity,
     )
 
     def so_far(criterion: str) -> list[CriterionEvidence]:

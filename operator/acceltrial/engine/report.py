@@ -113,6 +113,7 @@ def update_report(previous: Report | None, inputs: ReportInputs) -> Report:
         timeline=timeline,
         queries=_queries(previous, inputs, point),
         capacity=status.capacity,
+        capacity_test=status.capacity_test,
         gitops=inputs.gitops if gitops_due(status) else None,
     )
 

@@ -33,17 +33,21 @@ class Sweeps:
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(PARALLEL_SWEEPS, thread_name_prefix="capacity-sweep")
-        self._running: dict[str, Future[SweepOutcome]] = {}
+        self._running: dict[str, tuple[Future[SweepOutcome], threading.Event]] = {}
         self._lock = threading.Lock()
 
-    def poll(self, key: str, start: Callable[[], SweepOutcome]) -> SweepOutcome | None:
+    def poll(
+        self, key: str, start: Callable[[threading.Event], SweepOutcome]
+    ) -> SweepOutcome | None:
         """The finished sweep of ``key`` (taken: the next poll starts another), or None after
-        starting it or while it runs."""
+        starting it or while it runs. ``start`` stops early once its event is set."""
         with self._lock:
-            future = self._running.get(key)
-            if future is None:
-                self._running[key] = self._pool.submit(start)
+            running = self._running.get(key)
+            if running is None:
+                stop = threading.Event()
+                self._running[key] = (self._pool.submit(start, stop), stop)
                 return None
+            future, _ = running
             if not future.done():
                 return None
             del self._running[key]
@@ -52,11 +56,19 @@ class Sweeps:
         except Exception as error:
             return SweepOutcome(problem=f"the sweep stopped: {type(error).__name__}: {error}")
 
+    def cancel(self, key: str) -> None:
+        """Stop ``key``'s sweep, if one runs (the trial ended, moved on or was deleted): its
+        clients send no further request."""
+        with self._lock:
+            running = self._running.pop(key, None)
+        if running is not None:
+            running[1].set()
+
 
 SWEEPS = Sweeps()
 
 
-def candidate_sweep(snapshot: TickSnapshot, pods: int) -> Callable[[], SweepOutcome]:
+def candidate_sweep(snapshot: TickSnapshot, pods: int) -> Callable[[threading.Event], SweepOutcome]:
     """The sweep of the candidate's ``pods`` (its Available replicas), to run in the
     background."""
     settings = snapshot.spec.capacity_test
@@ -65,11 +77,11 @@ def candidate_sweep(snapshot: TickSnapshot, pods: int) -> Callable[[], SweepOutc
     pods = max(1, pods)
     if service is None:
         missing = f"Service {snapshot.baseline_service_name} not found"
-        return lambda: SweepOutcome(problem=missing, pods=pods)
+        return lambda _stop: SweepOutcome(problem=missing, pods=pods)
     # The candidate's Service copies the baseline's ports.
     template = config_from_env().model_url
     url = service_url(template, snapshot.candidate_name, snapshot.namespace, service_port(service))
     client = OpenAiClient(url, settings.model, TIMEOUT_SECONDS)
     shape = LoadShape(settings.requests.prompt_tokens, settings.requests.generated_tokens)
     slo, bounds = sweep_settings(settings)
-    return lambda: sweep(client, shape, slo, bounds, pods=pods)
+    return lambda stop: sweep(client, shape, slo, bounds, pods=pods, stop=stop)

@@ -29,10 +29,12 @@ from acceltrial.engine.capacity import (
     counts_launched,
     release_on_delete,
 )
+from acceltrial.engine.capacity_gate import capacity_due
 from acceltrial.engine.lifecycle import decide
 from acceltrial.engine.notifications import Transition
 from acceltrial.engine.ticks import ClearUserAction, Observation, SetWeight, TickResult
 from acceltrial.engine.undo import on_delete
+from acceltrial.handlers.capacity_test import SWEEPS
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
 from acceltrial.handlers.metrics import (
@@ -99,6 +101,8 @@ def _tick(body: kopf.Body, memo: kopf.Memo, on_baselines: TrialIndex, delay: flo
         result = _settle_capacity(world, status, result, now)
     except RoutingProblem as error:
         raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
+    if not capacity_due(spec, result.status, True):
+        SWEEPS.cancel(trial.uid)  # moved on, ended or failed: no sweep should load the pods
     _log_decisions(trial, status, result.status, observation)
     if observation.measurement is not None or result.status.phase != status.phase:
         _report(world, result.status, observation, now)
@@ -213,6 +217,7 @@ def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     if loaded is None:
         return
     spec, status, trial = loaded
+    SWEEPS.cancel(trial.uid)
     world = TrialWorld(cast(Kube, memo.kube), spec, trial)
     try:
         handed_over = world.candidate_handed_over()

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
+from acceltrial.api.durations import duration_seconds
 from acceltrial.api.status import TrialStatus
+from acceltrial.engine.analysis import MeasurementWindow
+from acceltrial.engine.capacity_gate import capacity_per_pod
+from acceltrial.engine.capacity_sweep import SweepOutcome
+from acceltrial.engine.costing import cost_figures, plan_cost_inputs
+from acceltrial.engine.economics import Comparison
 from acceltrial.engine.measurement import (
     judge_measurement,
     measurement_requests,
@@ -18,12 +24,23 @@ from acceltrial.engine.measurement import (
     preflight_window,
 )
 from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
-from acceltrial.engine.metrics import MetricRequest, PresetMetric, Variant, offers
+from acceltrial.engine.metrics import (
+    COST_METRICS,
+    UTILIZATION_METRIC,
+    MetricRequest,
+    PresetMetric,
+    Variant,
+    offers,
+)
 from acceltrial.engine.ticks import Measurement
 from acceltrial.handlers.metrics_source import metrics_source
 from acceltrial.handlers.secrets import SecretProblem
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.providers.metrics.port import MetricsSource, RequestError, collect
+
+OPERATING_POINT_INTERVALS = 5
+"""The baseline's production operating point (the capacity sweep's cost) is read over this
+many analysis intervals, and at least a minute."""
 
 
 @dataclass(frozen=True)
@@ -85,3 +102,49 @@ def baseline_request_rate(snapshot: TickSnapshot, now: datetime) -> float | None
 
 def _source(snapshot: TickSnapshot) -> MetricsSource:
     return metrics_source(snapshot.kube, snapshot.namespace, snapshot.spec.analysis)
+
+
+def cost_at_capacity(
+    snapshot: TickSnapshot, outcome: SweepOutcome, now: datetime
+) -> Comparison | None:
+    """Both variants' costs with the candidate at its measured capacity and the baseline at its
+    production operating point (its throughput over utilization, over the last interval), when
+    a cost criterion asks; None when none does or the baseline cannot be read."""
+    spec = snapshot.spec
+    if not any(c.metric in COST_METRICS for c in spec.analysis.criteria):
+        return None
+    requests = [r for r in plan_cost_inputs(spec.analysis) if r.variant == "baseline"]
+    # Production's operating point over a few intervals, not one: a steady state, and a read
+    # that one missed scrape cannot empty.
+    seconds = max(OPERATING_POINT_INTERVALS * duration_seconds(spec.analysis.interval), 60.0)
+    window = MeasurementWindow(now - timedelta(seconds=seconds), now, seconds / 4)
+    try:
+        readings = collect(requests, _source(snapshot), snapshot.targets, window).readings
+    except (RequestError, SecretProblem):
+        return None
+    swept = capacity_per_pod(spec, outcome)
+    if swept is None:
+        return None
+    figures = cost_figures(readings, snapshot.targets, snapshot.resources, spec.economics,
+                           production_from="baseline", measured={"candidate": swept})  # fmt: skip
+    return figures.comparison
+
+
+def candidate_utilization(snapshot: TickSnapshot, began: float, ended: float) -> float | None:
+    """The candidate's accelerator utilization averaged from ``began`` to ``ended`` (seconds
+    since the epoch); None when it cannot be read."""
+    request = MetricRequest(
+        "sweep-utilization", "candidate", PresetMetric(UTILIZATION_METRIC), averaged=True
+    )
+    start, end = datetime.fromtimestamp(began, UTC), datetime.fromtimestamp(ended, UTC)
+    window = MeasurementWindow(start, end, max(1.0, (ended - began) / 4))
+    try:
+        reading = collect([request], _source(snapshot), snapshot.targets, window).readings.get(
+            ("sweep-utilization", "candidate")
+        )
+    except (RequestError, SecretProblem):
+        return None
+    if reading is None or reading.error is not None or len(reading.values) != 1:
+        return None
+    value = reading.values[0]
+    return value if math.isfinite(value) and value > 0 else None

@@ -11,7 +11,7 @@ engine/report.py); the router is the one the spec names (providers/routing/regis
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +20,7 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.status import HpaOriginal, OriginalRouting, TrialStatus
 from acceltrial.engine.candidate import TrialRef, candidate_labels
 from acceltrial.engine.capacity import CapacityFinding
-from acceltrial.engine.capacity_gate import capacity_due
+from acceltrial.engine.capacity_gate import best_within_slo, capacity_due
 from acceltrial.engine.capacity_sweep import SweepOutcome
 from acceltrial.engine.compile_gate import CompileJobState
 from acceltrial.engine.metrics import Variant
@@ -139,13 +139,21 @@ class TrialWorld:
             candidate_handed_over=phase == "BakingIn" and self.candidate_handed_over(),
             baseline_request_rate=rate,
             quality=run_quality_check(self.snapshot) if checking else None,
-            capacity_test=self._swept(candidate) if sweeping else None,
+            capacity_test=self._swept(candidate, now) if sweeping else None,
         )
 
-    def _swept(self, candidate: Manifest | None) -> SweepOutcome | None:
+    def _swept(self, candidate: Manifest | None, now: datetime) -> SweepOutcome | None:
         """The candidate's capacity sweep once finished; started in the background first."""
         sweep = candidate_sweep(self.snapshot, available_replicas(candidate))
-        return SWEEPS.poll(self.trial.uid, sweep)
+        outcome = SWEEPS.poll(self.trial.uid, sweep)
+        if outcome is None or outcome.problem is not None:
+            return outcome
+        cost = measuring.cost_at_capacity(self.snapshot, outcome, now)
+        best = best_within_slo(self.spec, outcome)
+        busy = None
+        if best is not None and best.began is not None and best.ended is not None:
+            busy = measuring.candidate_utilization(self.snapshot, best.began, best.ended)
+        return replace(outcome, cost=cost, utilization=busy)
 
     def _route_verdicts(self, status: TrialStatus) -> tuple[str | None, str | None]:
         """Another writer's change to the routing, and the gateway's refusal of it, if any."""

@@ -19,6 +19,12 @@ from acceltrial.api.report import (
 )
 from acceltrial.api.status import TERMINAL_PHASES
 from acceltrial.engine.routing import share_text
+from acceltrial.pages.capacity_test import TITLE as CAPACITY_TEST_TITLE
+from acceltrial.pages.capacity_test import (
+    capacity_test_due,
+    capacity_test_html,
+    capacity_test_markdown,
+)
 from acceltrial.pages.evidence import (
     NO_EVIDENCE,
     evidence_markdown,
@@ -292,6 +298,8 @@ def markdown(report: Report) -> str:
     ]
     if quality_due(report):
         out += ["## Quality (output parity)", "", *quality_markdown(report), ""]
+    if capacity_test_due(report):
+        out += [f"## {CAPACITY_TEST_TITLE}", "", *capacity_test_markdown(report), ""]
     out += ["## The controlled test", ""]
     test = report.controlled_test
     out += [
@@ -401,6 +409,8 @@ def html_page(report: Report) -> str:
     quality = (
         f"<h2>Quality (output parity)</h2>{quality_html(report)}" if quality_due(report) else ""
     )
+    if capacity_test_due(report):
+        quality += f"<h2>{esc(CAPACITY_TEST_TITLE)}</h2>{capacity_test_html(report)}"
     title = f"Decision report: {report.namespace}/{report.trial}"
     digest = test.criteria_hash or ""
     shadow = esc(_shadow(test.planned_mirrors, test.mirrors_reached).capitalize())

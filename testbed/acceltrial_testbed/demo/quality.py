@@ -1,5 +1,6 @@
-"""The demo's part in the quality check: the fleet's model servers answering both Services'
-OpenAI-compatible API (the tiny model, each variant with its scenario's ``outputs``), the
+"""The demo's part in the quality check and the capacity sweep: the fleet's model servers
+answering both Services' OpenAI-compatible API (the tiny model, each variant with its scenario's
+``outputs``; the sweep's load as the fleet's pods serve it), the
 operator pointed at them through its documented ``ACCELTRIAL_MODEL_URL`` setting, and the
 scenario's ``prompts`` stored as the ConfigMap the trial names."""
 
@@ -11,6 +12,7 @@ from typing import Any
 from acceltrial_testbed.demo.cluster import Client
 from acceltrial_testbed.demo.scenario import Scenario, prompts_jsonl
 from acceltrial_testbed.sandbox.access import Access
+from acceltrial_testbed.sandbox.fleet.exporter import Fleet
 from acceltrial_testbed.sandbox.fleet.language_model import Outputs
 from acceltrial_testbed.sandbox.fleet.model_server import ModelServers, model_endpoint
 
@@ -18,9 +20,10 @@ Manifest = dict[str, Any]
 
 
 def serve_models(
-    scenario: Scenario, access: Access, stack: contextlib.ExitStack
+    scenario: Scenario, access: Access, stack: contextlib.ExitStack, fleet: Fleet
 ) -> tuple[ModelServers, dict[str, str]]:
-    """Start the model servers; the operator's environment that reaches them."""
+    """Start the model servers; the operator's environment that reaches them. The trial's
+    own load (a capacity sweep) is answered as ``fleet``'s pods serve it."""
     outputs = {
         name: Outputs(
             token_error_rate=profile.outputs.token_error_rate,
@@ -32,7 +35,12 @@ def serve_models(
             ("candidate", scenario.variants.candidate),
         )
     }
-    servers = ModelServers(access, outputs)  # type: ignore[arg-type]
+    namespace = fleet.spec.entry.namespace
+    servers = ModelServers(
+        access,
+        outputs,  # type: ignore[arg-type]
+        trial_serving=lambda asked: fleet if asked == namespace else None,
+    )
     url = stack.enter_context(model_endpoint(servers))
     return servers, {"ACCELTRIAL_MODEL_URL": url + "/{namespace}/{service}"}
 

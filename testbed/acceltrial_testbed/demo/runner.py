@@ -287,7 +287,7 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
             "(dcgm-exporter and neuron-monitor through ServiceMonitor-style jobs, one target "
             "per node) and the operator's own metrics"
         )
-        models, model_env = serve_models(run.scenario, sandbox.access, stack)
+        models, model_env = serve_models(run.scenario, sandbox.access, stack, fleet)
         operator = _start_operator(run, sandbox, model_env, operator_port)
         stack.callback(_stop, operator)
         run.say(f"operator started (kopf run -m acceltrial.handlers, pid {operator.pid})")
@@ -302,7 +302,9 @@ def _run(run: Run, options: DemoOptions, prometheus_binary: str) -> bool:
         candidate_users = fleet.snapshot().variants["candidate"].user_requests
         if models.answered:
             asked = ", ".join(f"{v} {n}" for v, n in sorted(models.answered.items()))
-            run.say(f"the quality check's requests (not users'): {asked}")
+            run.say(
+                f"the trial's own requests (quality check, capacity sweep), not users': {asked}"
+            )
         return _conclude(run, client, status, options, candidate_users)
 
 

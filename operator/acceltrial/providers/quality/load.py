@@ -4,7 +4,9 @@ OpenAI-compatible API, one stair at a time (engine/capacity_sweep.py plans the s
 Each stair starts ``concurrency`` clients together; each sends its next completion request as
 soon as the last one is answered, until the stair's time is up. The first quarter of the stair
 is warm-up (every client starts at once, so the first answers come together): only requests
-that finish in the rest count, and the goodput is those that succeeded over that span. The
+that begin in the rest count, each followed to its answer. The goodput is the share of them
+that succeeded times the rate requests finish at, by Little's law the concurrency over the mean
+time one took. The
 requests are synthetic, shaped like production's: a prompt of about ``prompt_tokens`` tokens and
 ``max_tokens`` generated (``ignore_eos``, as vLLM's own benchmark asks, so every answer is as
 long as production's mean). Answers are read whole, so a stair's latency is end to end: time
@@ -51,6 +53,7 @@ class _Finished:
 
     latencies: list[float] = field(default_factory=list)
     failed: int = 0
+    failed_seconds: float = 0.0
     tokens: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -60,30 +63,36 @@ def run_stair(
     shape: LoadShape,
     concurrency: int,
     seconds: float,
+    *,
     clock: Callable[[], float] = time.monotonic,
+    wall: Callable[[], float] = time.time,
+    stop: threading.Event | None = None,
 ) -> Stair:
     """``concurrency`` closed-loop clients for ``seconds``; the stair as measured."""
-    start = clock()
+    start, began = clock(), wall() + seconds * WARM_UP_SHARE
     counted_from, end = start + seconds * WARM_UP_SHARE, start + seconds
     finished = _Finished()
 
     def one_client() -> None:
-        while clock() < end:
-            began = clock()
+        while clock() < end and not (stop is not None and stop.is_set()):
+            sent = clock()
             try:
                 tokens = client.generate(shape.prompt, shape.generated_tokens)
                 ok = True
             except AnswerError:
                 tokens, ok = 0, False
             done = clock()
-            if not counted_from <= done <= end:
+            # Counted by when it began: a request still running when the stair ends is a slow
+            # one, and leaving it out would make the stair look faster than it was.
+            if not counted_from <= sent < end:
                 continue
             with finished.lock:
                 if ok:
-                    finished.latencies.append(done - began)
+                    finished.latencies.append(done - sent)
                     finished.tokens += tokens
                 else:
                     finished.failed += 1
+                    finished.failed_seconds += done - sent
 
     clients = [threading.Thread(target=one_client, daemon=True, name=f"load-{i}")
                for i in range(concurrency)]  # fmt: skip
@@ -91,14 +100,19 @@ def run_stair(
         thread.start()
     for thread in clients:
         thread.join()
-    return _stair(concurrency, end - counted_from, finished)
+    return _stair(concurrency, end - counted_from, finished, began)
 
 
-def _stair(concurrency: int, seconds: float, finished: _Finished) -> Stair:
+def _stair(concurrency: int, seconds: float, finished: _Finished, began: float) -> Stair:
     latencies = np.asarray(finished.latencies, dtype=float)
     p50 = p99 = None
     if latencies.size:
         p50, p99 = (float(v) for v in np.quantile(latencies, [0.5, 0.99]))
+    count = latencies.size + finished.failed
+    busy = float(latencies.sum()) + finished.failed_seconds
+    # Little's law: every client always has one request out, so requests finish at the
+    # concurrency over the mean time one takes.
+    throughput = concurrency * count / busy if count and busy > 0 else None
     return Stair(
         concurrency=concurrency,
         seconds=seconds,
@@ -107,6 +121,8 @@ def _stair(concurrency: int, seconds: float, finished: _Finished) -> Stair:
         generated_tokens=finished.tokens,
         latency_p50=p50,
         latency_p99=p99,
+        began=began,
+        throughput=throughput,
     )
 
 
@@ -118,6 +134,7 @@ def sweep(
     *,
     pods: int = 1,
     clock: Callable[[], float] = time.monotonic,
+    stop: threading.Event | None = None,
 ) -> SweepOutcome:
     """Stairs as engine/capacity_sweep.py plans them, until it says stop; a problem instead
     when the first request cannot reach the variant at all (asked alone first, as the quality
@@ -132,9 +149,16 @@ def sweep(
     stairs: list[Stair] = []
     while True:
         planned = next_stair(stairs, slo, bounds, clock() - began)
+        if stop is not None and stop.is_set():
+            return SweepOutcome(tuple(stairs), "maxDuration", "stopped", pods, clock() - began,
+                                problem="the sweep was stopped")  # fmt: skip
         if planned.concurrency is None:
             assert planned.stopped_because is not None  # a plan without a stair says why
             return SweepOutcome(
                 tuple(stairs), planned.stopped_because, planned.why, pods, clock() - began
             )
-        stairs.append(run_stair(client, shape, planned.concurrency, bounds.stair_seconds, clock))
+        stairs.append(
+            run_stair(
+                client, shape, planned.concurrency, bounds.stair_seconds, clock=clock, stop=stop
+            )
+        )

@@ -36,7 +36,9 @@ SLO = Slo(error_ratio=0.01)
 BOUNDS = Bounds(start=1, max_concurrency=128, stair_seconds=4, max_seconds=60)
 
 
-def swept(profile: ServingProfile, seed: int) -> SweepOutcome:
+def swept(
+    profile: ServingProfile, seed: int, slo: Slo = SLO, shape: LoadShape = SHAPE
+) -> SweepOutcome:
     """A sweep of one candidate pod with ``profile``, behind Service ``llama3-inf2-candidate``."""
     spec = FleetSpec(
         entry=Entry("ml", route="llama3"), rps=0, prompt_tokens=8, generated_tokens=4,
@@ -54,7 +56,7 @@ def swept(profile: ServingProfile, seed: int) -> SweepOutcome:
         stack.callback(fleet.stop)
         url = stack.enter_context(model_endpoint(servers))
         client = OpenAiClient(f"{url}/ml/llama3-inf2-candidate", timeout=10)
-        return sweep(client, SHAPE, SLO, BOUNDS)
+        return sweep(client, shape, slo, BOUNDS)
 
 
 PROFILES = [
@@ -78,3 +80,21 @@ def test_the_sweep_finds_what_one_pod_carries_within_a_tenth() -> None:
         assert best == pytest.approx(profile.capacity_rps, rel=0.1), (run.stopped_because, said)
         assert run.stopped_because in ("errors", "flat", "slo"), run.why
         assert sum(s.seconds for s in run.stairs) / 0.75 < 60
+
+
+def test_a_time_to_first_token_slo_is_timed_on_streamed_answers_and_stops_the_sweep() -> None:
+    """A TTFT limit of 0.3 s on a pod that answers in about 0.4 s, 8 requests at once: its
+    first tokens come in about 0.04 s until its batch is full; then requests queue, and the
+    queue comes before the first token. The sweep streams its answers and stops on the SLO."""
+    streamed = LoadShape(prompt_tokens=8, generated_tokens=8, stream=True)
+    ttft = Slo(ttft_p99=0.3, error_ratio=0.01)
+    run = swept(PROFILES[1], 5, ttft, streamed)
+    said = [(s.concurrency, s.ttft_p99, s.itl_p99) for s in run.stairs]
+    assert run.stopped_because == "slo", (run.why, said)
+    assert "TTFT p99" in run.why
+    first = run.stairs[0]
+    assert first.ttft_p99 is not None
+    assert first.itl_p99 is not None
+    assert first.latency_p99 is not None
+    assert first.ttft_p99 < 0.3 * first.latency_p99, "alone, the first token is the prefill"
+    assert first.itl_p99 < first.latency_p99 / 4, "the other 7 tokens share the rest"

@@ -155,8 +155,6 @@ def test_with_on_inconclusive_rollback_a_sweep_that_cannot_measure_fails_the_tri
     [
         ({"traffic": {"router": "replicas"}},
          "spec.capacityTest: capacityTest needs traffic.router gatewayapi"),
-        ({"capacityTest": {**CAPACITY_TEST, "slo": {"ttftP99": "1s"}}},
-         "spec.capacityTest.slo: ttftP99 and itlP99 are not measured yet"),
         ({"capacityTest": {**CAPACITY_TEST, "slo": {}}},
          "spec.capacityTest.slo: give at least one of latencyP99"),
         ({"capacityTest": {**CAPACITY_TEST, "stairDuration": "1s"}},

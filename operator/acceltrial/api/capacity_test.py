@@ -29,20 +29,16 @@ class CapacitySlo(ApiModel):
                 "has(self.errorRatio)",
                 "give at least one of latencyP99, ttftP99, itlP99 or errorRatio",
             ),
-            cel(
-                "!has(self.ttftP99) && !has(self.itlP99)",
-                "ttftP99 and itlP99 are not measured yet (the sweep reads whole answers): give "
-                "latencyP99 (end to end) and errorRatio",
-            ),
         )
     )
 
     latency_p99: Duration | None = None
     """End-to-end latency p99 limit, e.g. 2s."""
     ttft_p99: Duration | None = None
-    """Time-to-first-token p99 limit (not measured yet: refused)."""
+    """Time-to-first-token p99 limit, e.g. 500ms (the sweep then streams its answers)."""
     itl_p99: Duration | None = None
-    """Inter-token latency p99 limit (not measured yet: refused)."""
+    """Limit on the p99 over requests of each one's mean gap between tokens, e.g. 50ms (the
+    sweep then streams its answers)."""
     error_ratio: float | None = Field(default=None, ge=0, le=1)
     """Failed requests over all requests, e.g. 0.01."""
 
@@ -117,6 +113,10 @@ class VariantCapacityTest(ApiModel):
     """Seconds, at that stair."""
     latency_p99: float | None = Field(default=None, ge=0)
     """Seconds, at that stair."""
+    ttft_p99: float | None = Field(default=None, ge=0)
+    """Time to first token p99 (seconds) at that stair, when answers were streamed."""
+    itl_p99: float | None = Field(default=None, ge=0)
+    """Inter-token latency p99 (seconds) at that stair, when answers were streamed."""
     error_ratio: float | None = Field(default=None, ge=0, le=1)
     """At that stair."""
     pods: int = Field(ge=1)

@@ -194,6 +194,8 @@ def variant_result(outcome: SweepOutcome, slo: Slo) -> VariantCapacityTest:
         concurrency=None if best is None else best.concurrency,
         latency_p50=None if best is None else best.latency_p50,
         latency_p99=None if best is None else best.latency_p99,
+        ttft_p99=None if best is None else best.ttft_p99,
+        itl_p99=None if best is None else best.itl_p99,
         error_ratio=None if best is None else best.error_ratio,
         pods=pods,
         stopped_because=outcome.stopped_because,

@@ -82,6 +82,9 @@ def candidate_sweep(snapshot: TickSnapshot, pods: int) -> Callable[[threading.Ev
     template = config_from_env().model_url
     url = service_url(template, snapshot.candidate_name, snapshot.namespace, service_port(service))
     client = OpenAiClient(url, settings.model, TIMEOUT_SECONDS)
-    shape = LoadShape(settings.requests.prompt_tokens, settings.requests.generated_tokens)
+    # Streamed only when the SLO limits the first token or the gaps between tokens.
+    streamed = settings.slo.ttft_p99 is not None or settings.slo.itl_p99 is not None
+    requests = settings.requests
+    shape = LoadShape(requests.prompt_tokens, requests.generated_tokens, streamed)
     slo, bounds = sweep_settings(settings)
     return lambda stop: sweep(client, shape, slo, bounds, pods=pods, stop=stop)

@@ -57,11 +57,16 @@ def _measured_line(found: VariantCapacityTest) -> str:
         if found.tokens_per_second_per_pod
         else ""
     )
+    streamed = "".join(
+        f", {name} p99 {_number(value)} s"
+        for name, value in (("TTFT", found.ttft_p99), ("ITL", found.itl_p99))
+        if value is not None
+    )
     return (
         f"One candidate pod carries {_number(found.rps_per_pod)} requests/s{tokens} within the "
         f"SLO, at concurrency {found.concurrency} over {found.pods} pod(s) (latency p50 "
-        f"{_number(found.latency_p50)} s, p99 {_number(found.latency_p99)} s); the sweep took "
-        f"{found.seconds:.0f} s and stopped on {found.stopped_because}."
+        f"{_number(found.latency_p50)} s, p99 {_number(found.latency_p99)} s{streamed}); the "
+        f"sweep took {found.seconds:.0f} s and stopped on {found.stopped_because}."
     )
 
 

@@ -9,8 +9,9 @@ that succeeded times the rate requests finish at, by Little's law the concurrenc
 time one took. The
 requests are synthetic, shaped like production's: a prompt of about ``prompt_tokens`` tokens and
 ``max_tokens`` generated (``ignore_eos``, as vLLM's own benchmark asks, so every answer is as
-long as production's mean). Answers are read whole, so a stair's latency is end to end: time
-to first token and inter-token latency are not measured by this client.
+long as production's mean). When the SLO limits time to first token or inter-token latency,
+answers are streamed (``stream: true``, as production clients read them) and each request's
+first token and mean gap between the others are timed.
 
 Why the operator's own client and not a Job: the sweep is a few dozen concurrent requests at
 most for one LLM pod; it needs no image, no extra RBAC and no log parsing, and it reaches the
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from acceltrial.engine.capacity_sweep import Bounds, Slo, Stair, SweepOutcome, next_stair
-from acceltrial.providers.quality.openai import AnswerError, OpenAiClient, Unreachable
+from acceltrial.providers.quality.openai import AnswerError, Generated, OpenAiClient, Unreachable
 
 WARM_UP_SHARE = 0.25
 """Share of a stair before requests count."""
@@ -41,6 +42,9 @@ class LoadShape:
 
     prompt_tokens: int
     generated_tokens: int
+    stream: bool = False
+    """Streamed answers (``stream: true``), to time the first token and the gaps between the
+    others: asked when the SLO limits them."""
 
     @property
     def prompt(self) -> str:
@@ -52,10 +56,20 @@ class _Finished:
     """Requests that finished in a stair's measured span."""
 
     latencies: list[float] = field(default_factory=list)
+    first_tokens: list[float] = field(default_factory=list)
+    token_gaps: list[float] = field(default_factory=list)
     failed: int = 0
     failed_seconds: float = 0.0
     tokens: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, seconds: float, answer: Generated) -> None:
+        self.latencies.append(seconds)
+        self.tokens += answer.tokens
+        if answer.first_token_seconds is not None:
+            self.first_tokens.append(answer.first_token_seconds)
+        if answer.token_gap_seconds is not None:
+            self.token_gaps.append(answer.token_gap_seconds)
 
 
 def run_stair(
@@ -77,19 +91,17 @@ def run_stair(
         while clock() < end and not (stop is not None and stop.is_set()):
             sent = clock()
             try:
-                tokens = client.generate(shape.prompt, shape.generated_tokens)
-                ok = True
+                answer = client.generate(shape.prompt, shape.generated_tokens, shape.stream)
             except AnswerError:
-                tokens, ok = 0, False
+                answer = None
             done = clock()
             # Counted by when it began: a request still running when the stair ends is a slow
             # one, and leaving it out would make the stair look faster than it was.
             if not counted_from <= sent < end:
                 continue
             with finished.lock:
-                if ok:
-                    finished.latencies.append(done - sent)
-                    finished.tokens += tokens
+                if answer is not None:
+                    finished.add(done - sent, answer)
                 else:
                     finished.failed += 1
                     finished.failed_seconds += done - sent
@@ -121,9 +133,17 @@ def _stair(concurrency: int, seconds: float, finished: _Finished, began: float) 
         generated_tokens=finished.tokens,
         latency_p50=p50,
         latency_p99=p99,
+        ttft_p99=_p99(finished.first_tokens),
+        itl_p99=_p99(finished.token_gaps),
         began=began,
         throughput=throughput,
     )
+
+
+def _p99(values: list[float]) -> float | None:
+    """The 99th percentile (a request's inter-token latency is its mean gap: the p99 is over
+    requests, not over every gap as vLLM's histogram counts them)."""
+    return float(np.quantile(np.asarray(values, dtype=float), 0.99)) if values else None
 
 
 def sweep(

@@ -23,10 +23,13 @@ request (4xx but 408 and 429) is permanent.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.client import HTTPResponse
 from typing import Any
 
 from acceltrial.engine.quality.prompts import Prompt
@@ -63,6 +66,17 @@ class ScoringUnsupported(AnswerError):
     """The server cannot score a given continuation (no prompt log-probabilities)."""
 
     temporary = False
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A generated answer's length and, when streamed, its timing."""
+
+    tokens: int
+    first_token_seconds: float | None = None
+    """Time to first token, from the request's start."""
+    token_gap_seconds: float | None = None
+    """The mean gap between the answer's later tokens (inter-token latency)."""
 
 
 @dataclass(frozen=True)
@@ -124,17 +138,42 @@ class OpenAiClient:
         })  # fmt: skip
         return completion_answer(body)
 
-    def generate(self, prompt: str, max_tokens: int) -> int:
+    def generate(self, prompt: str, max_tokens: int, stream: bool = False) -> Generated:
         """Ask for ``max_tokens`` generated after ``prompt`` (``ignore_eos``, as vLLM's own
-        benchmark asks, so every answer is that long); the tokens the server says it generated
-        (``usage.completion_tokens``), ``max_tokens`` when it does not say."""
-        body = self._post("/v1/completions", {
-            "prompt": prompt, "temperature": 0, "max_tokens": max_tokens, "ignore_eos": True,
-        })  # fmt: skip
+        benchmark asks, so every answer is that long): the tokens the server says it generated
+        (``usage.completion_tokens``; ``max_tokens`` when it does not say) and, streamed, when
+        the first token came and the mean gap between the others."""
+        payload = {"prompt": prompt, "temperature": 0, "max_tokens": max_tokens,
+                   "ignore_eos": True}  # fmt: skip
+        if stream and self.transport is None:
+            return self._streamed(payload, max_tokens)
+        body = self._post("/v1/completions", payload)
         _choice(body)
-        usage = body.get("usage")
-        generated = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        return generated if isinstance(generated, int) and generated >= 0 else max_tokens
+        return Generated(_completion_tokens(body, max_tokens))
+
+    def _streamed(self, payload: dict[str, Any], max_tokens: int) -> Generated:
+        """``stream: true``: server-sent events, each ``data: {chunk}``, ``data: [DONE]`` last."""
+        payload = {**payload, "stream": True, "stream_options": {"include_usage": True}}
+        if self.model is not None:
+            payload = {"model": self.model, **payload}
+        sent, times, tokens = time.monotonic(), [], max_tokens
+        with self._open("/v1/completions", payload) as reply:
+            for raw in reply:
+                line = raw.strip()
+                if not line.startswith(b"data:"):
+                    continue
+                data = line[len(b"data:") :].strip()
+                if data == b"[DONE]":
+                    break
+                chunk = _json_object("/v1/completions", data)
+                choices = chunk.get("choices") or []
+                if choices and isinstance(choices[0], dict) and choices[0].get("text"):
+                    times.append(time.monotonic())
+                tokens = _completion_tokens(chunk, tokens)
+        if not times:
+            raise AnswerError("/v1/completions: the stream held no token")
+        gaps = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else None
+        return Generated(tokens, times[0] - sent, gaps)
 
     def score(self, prefix: str, continuation: str, positions: int) -> list[Token]:
         """The server's own top-1 token and log-probability at each of the last ``positions``
@@ -151,6 +190,13 @@ class OpenAiClient:
             payload = {"model": self.model, **payload}
         if self.transport is not None:
             return self.transport(path, payload)
+        with self._open(path, payload) as reply:
+            raw = reply.read()
+        return _json_object(path, raw)
+
+    @contextmanager
+    def _open(self, path: str, payload: dict[str, Any]) -> Iterator[HTTPResponse]:
+        """The server's reply to ``POST path``, open for reading; AnswerError when it fails."""
         data = json.dumps(payload).encode()
         request = urllib.request.Request(
             self.base_url + path, data=data, method="POST",
@@ -158,7 +204,7 @@ class OpenAiClient:
         )  # fmt: skip
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as reply:
-                raw = reply.read()
+                yield reply
         except urllib.error.HTTPError as error:
             said = _error_text(error)
             if 400 <= error.code < 500 and error.code not in RETRYABLE_STATUS:
@@ -168,13 +214,22 @@ class OpenAiClient:
             raise AnswerError(f"{path}: no answer within {self.timeout:g}s") from None
         except urllib.error.URLError as error:
             raise Unreachable(f"{path}: cannot reach {self.base_url}: {error.reason}") from None
-        try:
-            body = json.loads(raw)
-        except json.JSONDecodeError:
-            raise AnswerError(f"{path}: the answer is not JSON") from None
-        if not isinstance(body, dict):
-            raise AnswerError(f"{path}: the answer is not a JSON object")
-        return body
+
+
+def _json_object(path: str, raw: bytes) -> Mapping[str, Any]:
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError:
+        raise AnswerError(f"{path}: the answer is not JSON") from None
+    if not isinstance(body, dict):
+        raise AnswerError(f"{path}: the answer is not a JSON object")
+    return body
+
+
+def _completion_tokens(body: Mapping[str, Any], otherwise: int) -> int:
+    usage = body.get("usage")
+    generated = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    return generated if isinstance(generated, int) and generated >= 0 else otherwise
 
 
 def _error_text(error: urllib.error.HTTPError) -> str:

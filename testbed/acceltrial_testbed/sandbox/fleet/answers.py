@@ -14,6 +14,7 @@ continuation does.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -136,3 +137,23 @@ def _chat_token(step: Step) -> dict[str, Any]:
         "bytes": list(step.top_token.encode()),
     }
     return {"token": step.token, "logprob": step.logprob, "bytes": raw, "top_logprobs": [top]}
+
+
+_PIECE = re.compile(r"\s*\S+|\s+$")
+
+
+def stream_chunks(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A completion's answer as ``stream: true`` sends it: one chunk per generated token (the
+    answer's text cut before each word), the last with its ``finish_reason``, then one with
+    the ``usage`` and no choice (``stream_options.include_usage``)."""
+    choice = body["choices"][0]
+    text = str(choice.get("text") or choice.get("message", {}).get("content") or "")
+    pieces = _PIECE.findall(text) or [""]
+    head = {key: body[key] for key in ("id", "object", "created", "model")}
+    chunks = [
+        {**head, "choices": [{"index": 0, "text": piece, "logprobs": None,
+                              "finish_reason": None}]}
+        for piece in pieces
+    ]  # fmt: skip
+    chunks[-1]["choices"][0]["finish_reason"] = choice.get("finish_reason", "length")
+    return [*chunks, {**head, "choices": [], "usage": body["usage"]}]

@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
@@ -32,7 +33,13 @@ from acceltrial.engine.candidate import VARIANT_LABEL
 from acceltrial.engine.metrics import Variant
 from acceltrial.providers.quality.openai import RequestRefused, Transport
 from acceltrial_testbed.sandbox.access import Access, as_access
-from acceltrial_testbed.sandbox.fleet.answers import RequestError, chat_completion, completion
+from acceltrial_testbed.sandbox.fleet.answers import (
+    RequestError,
+    chat_completion,
+    completion,
+    stream_chunks,
+)
+from acceltrial_testbed.sandbox.fleet.exporter import TTFT_SHARE
 from acceltrial_testbed.sandbox.fleet.language_model import Outputs, TinyModel
 from acceltrial_testbed.sandbox.fleet.serving import serving_on_loopback
 from acceltrial_testbed.sandbox.fleet.traffic import ready
@@ -42,6 +49,22 @@ Backing = tuple[Variant, list[str]]
 """The variant of a Service's Ready pods, and their names."""
 PODS_TTL = 1.0
 """Seconds a Service's Ready pods are taken as read."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model server's answer and how long the pod takes to give it."""
+
+    status: int
+    body: dict[str, Any]
+    seconds: float = 0.0
+    waited: float = 0.0
+    """Of ``seconds``, the time the request queued before the pod began it."""
+
+    @property
+    def first_token_seconds(self) -> float:
+        """The queue, then the prefill's share of the service time."""
+        return self.waited + (self.seconds - self.waited) * TTFT_SHARE
 
 
 class TrialServing(Protocol):
@@ -115,22 +138,29 @@ class ModelServers:
         return variant, sorted(p["metadata"]["name"] for p in backing)
 
     def answer(self, path: str, request: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
-        """The status and body of ``POST path`` (``/{namespace}/{service}/v1/...``)."""
+        """The status and body of ``POST path`` (``/{namespace}/{service}/v1/...``), once the
+        pod's latency has passed."""
+        reply = self.reply(path, request)
+        time.sleep(reply.seconds)
+        return reply.status, reply.body
+
+    def reply(self, path: str, request: Mapping[str, Any]) -> Reply:
+        """The status and body of ``POST path``, and after how long the pod answers it."""
         parts = path.strip("/").split("/", 2)
         if len(parts) < 3 or parts[2] not in ("v1/completions", "v1/chat/completions"):
-            return 404, _error(f"no route {path}", 404)
+            return Reply(404, _error(f"no route {path}", 404))
         namespace, service, api = parts
         found = self.backing(namespace, service)
         if found is None:
-            return 503, _error(f"service {namespace}/{service} has no ready endpoints", 503)
+            return Reply(503, _error(f"service {namespace}/{service} has no ready endpoints", 503))
         variant, pods = found
         served = None if request.get("logprobs") else self._trial_answer(namespace, pods)
         if served is not None and served.status == 503:
-            return 503, _error("the server is overloaded: try again later", 503)
-        if served is not None:
-            time.sleep(served.seconds)
+            return Reply(503, _error("the server is overloaded: try again later", 503))
+        seconds = 0.0 if served is None else served.seconds
+        waited = 0.0 if served is None else served.waited
         if served is not None and served.status != 200:
-            return served.status, _error("the request failed", served.status)
+            return Reply(served.status, _error("the request failed", served.status), seconds)
         model = self.models[variant]
         name = str(request.get("model") or service)
         try:
@@ -140,10 +170,10 @@ class ModelServers:
                 else chat_completion(model, name, request)
             )
         except RequestError as error:
-            return 400, _error(str(error), 400)
+            return Reply(400, _error(str(error), 400))
         with self._lock:
             self.answered[variant] += 1
-        return 200, body
+        return Reply(200, body, seconds, waited)
 
     def _trial_answer(self, namespace: str, pods: list[str]) -> TrialAnswer | None:
         """How the next of ``pods`` in turn answers a trial request; None unless the fleet
@@ -174,6 +204,10 @@ def in_process(model: TinyModel, name: str = "tiny") -> Transport:
     return answer
 
 
+def _event(chunk: Mapping[str, Any]) -> bytes:
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
 def _error(message: str, code: int) -> dict[str, Any]:
     """vLLM's error body."""
     return {"object": "error", "message": message, "type": "BadRequestError", "code": code}
@@ -189,15 +223,34 @@ def model_endpoint(servers: ModelServers) -> Iterator[str]:
             length = int(self.headers.get("Content-Length") or 0)
             try:
                 request = json.loads(self.rfile.read(length) or b"{}")
-                status, body = servers.answer(self.path, request)
+                reply = servers.reply(self.path, request)
             except (json.JSONDecodeError, ValueError, TypeError) as error:
-                status, body = 400, _error(f"bad request: {error}", 400)
-            raw = json.dumps(body).encode()
-            self.send_response(status)
+                request, reply = {}, Reply(400, _error(f"bad request: {error}", 400))
+            if reply.status == 200 and request.get("stream"):
+                self._stream(reply)
+                return
+            time.sleep(reply.seconds)
+            raw = json.dumps(reply.body).encode()
+            self.send_response(reply.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
             self.wfile.write(raw)
+
+        def _stream(self, reply: Reply) -> None:
+            """Server-sent events as vLLM streams them: the first token once the request has
+            queued and been prefilled, the rest once its latency has passed (the mean gap
+            between tokens is what it would be; one write for them keeps the test bed's CPU
+            low)."""
+            first, *rest = stream_chunks(reply.body)
+            time.sleep(reply.first_token_seconds)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(_event(first))
+            self.wfile.flush()
+            time.sleep(reply.seconds - reply.first_token_seconds)
+            self.wfile.write(b"".join(_event(chunk) for chunk in rest) + b"data: [DONE]\n\n")
 
         def log_message(self, *_: Any) -> None:
             pass

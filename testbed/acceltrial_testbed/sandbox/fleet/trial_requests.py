@@ -39,6 +39,8 @@ class TrialAnswer:
     status: int
     """200 answered, 500 failed, 503 refused (the queue is full)."""
     seconds: float
+    waited: float = 0.0
+    """Of ``seconds``, the time it queued for a batch slot (before its first token)."""
 
 
 class TrialLoad:
@@ -69,4 +71,4 @@ class TrialLoad:
         service = profile.p50 * profile.latency_factor * math.exp(profile.sigma * draw)
         self._free_at[slot] = begins + service
         failed = float(self._rng.random()) < profile.error_ratio
-        return TrialAnswer(500 if failed else 200, begins + service - now)
+        return TrialAnswer(500 if failed else 200, begins + service - now, begins - now)

@@ -35,6 +35,18 @@ def _proxies_read_once() -> None:
 _proxies_read_once()
 
 
+def environ_with(**extra: str) -> dict[str, str]:
+    """A copy of the environment with ``extra`` set, for a child process. Copying iterates the
+    keys and then reads each value, and pytest's main thread sets and removes
+    ``PYTEST_CURRENT_TEST`` while tests' threads (demos, batches run together) copy it: a copy
+    that meets that race (a KeyError) is taken again."""
+    while True:
+        try:
+            return {**dict(os.environ), **extra}
+        except KeyError:
+            continue
+
+
 def tool(name: str) -> str:
     """Path of kubectl or helm from the PyPI wheel (``make tools``), else from PATH."""
     local = TOOLS_BIN / name

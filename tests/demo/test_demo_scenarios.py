@@ -45,7 +45,7 @@ from acceltrial_testbed.sandbox.prometheus import PrometheusServer, find_prometh
 from acceltrial_testbed.sandbox.realplane.binaries import binaries_available
 from tests.chart.test_monitoring import dashboard_queries
 from tests.cli.browser import screenshot
-from tests.conftest import REPO, TOOLS_BIN
+from tests.conftest import REPO, TOOLS_BIN, environ_with
 from tests.demo.load import sampled_load
 from tests.demo.test_scenario_files import SHIPPED
 from tests.sandbox.conftest import require_real_control_plane
@@ -246,7 +246,7 @@ def demo_command(scenario: str, result_file: Path, control_plane: str) -> list[s
 
 
 def run_demo(command: list[str]) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = environ_with(**{"PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
     return subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=420, check=False
     )

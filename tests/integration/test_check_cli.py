@@ -6,7 +6,6 @@ and TGI JSON, reached through ACCELTRIAL_MODEL_URL)."""
 from __future__ import annotations
 
 import copy
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, environ_with
 from tests.integration.conftest import history_prometheus, recent_history_end
 from tests.unit.test_check_models import SERVERS, servers
 
@@ -133,7 +132,7 @@ def with_quality(path: Path) -> Path:
 
 
 def models_at(template: str) -> dict[str, str]:
-    return os.environ | {"ACCELTRIAL_MODEL_URL": template}
+    return environ_with(**{"ACCELTRIAL_MODEL_URL": template})
 
 
 def test_with_quality_each_variant_is_asked_one_prompt(

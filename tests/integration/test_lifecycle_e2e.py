@@ -24,7 +24,7 @@ import yaml
 from acceltrial_testbed.sandbox.cluster import Sandbox
 from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from acceltrial_testbed.sandbox.topology import Topology, load_topology
-from tests.conftest import REPO, TOOLS_BIN
+from tests.conftest import REPO, TOOLS_BIN, environ_with
 from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, profile, serving
@@ -139,12 +139,14 @@ def operator_identity(cluster: Backend, api: Api, tmp_path_factory: pytest.TempP
 
 def start_operator(kubeconfig: Path, folder: Path, *namespaces: str) -> subprocess.Popen[bytes]:
     """``kopf run -m acceltrial.handlers`` as the chart runs it, logging into ``folder``."""
-    env = os.environ | {
-        "KUBECONFIG": str(kubeconfig),
-        "ACCELTRIAL_METRICS_PORT": "0",
-        "ACCELTRIAL_TICK_SECONDS": "0.5",
-        "HOME": str(folder),
-    }
+    env = environ_with(
+        **{
+            "KUBECONFIG": str(kubeconfig),
+            "ACCELTRIAL_METRICS_PORT": "0",
+            "ACCELTRIAL_TICK_SECONDS": "0.5",
+            "HOME": str(folder),
+        }
+    )
     scope = [f"--namespace={n}" for n in namespaces] or ["--all-namespaces"]
     args = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone"]
     with (folder / "operator.log").open("a") as log:
@@ -856,7 +858,7 @@ def test_acceltrial_check_finds_the_pods_in_the_cluster_as_the_operator_does(
     body = trial("check-cluster", prometheus_url)
     path = tmp_path / "trial.yaml"
     path.write_text(yaml.safe_dump(body))
-    env = os.environ | {"KUBECONFIG": str(cluster.kubeconfig)}
+    env = environ_with(**{"KUBECONFIG": str(cluster.kubeconfig)})
 
     def checked() -> subprocess.CompletedProcess[str] | None:
         done = subprocess.run(
@@ -894,10 +896,12 @@ def test_acceltrial_check_asks_the_baseline_the_first_prompt_of_the_set(
     path.write_text(yaml.safe_dump(body))
 
     with model_servers() as servers:
-        env = os.environ | {
-            "KUBECONFIG": str(cluster.kubeconfig),
-            "ACCELTRIAL_MODEL_URL": servers + "/vllm/{namespace}/{service}:{port}",
-        }
+        env = environ_with(
+            **{
+                "KUBECONFIG": str(cluster.kubeconfig),
+                "ACCELTRIAL_MODEL_URL": servers + "/vllm/{namespace}/{service}:{port}",
+            }
+        )
 
         def checked() -> subprocess.CompletedProcess[str] | None:
             done = subprocess.run(

@@ -5,7 +5,6 @@ takes over; three processes run, so that a standby is always there while one res
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 import yaml
 
 from acceltrial_testbed.sandbox.cluster import Sandbox
-from tests.conftest import REPO
+from tests.conftest import REPO, environ_with
 from tests.integration.test_crash_safety import TERMINAL, RouteWatch
 from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
     ROUTE,
@@ -57,13 +56,15 @@ class Replicas:
         self._listed(100)
 
     def _start(self, priority: int) -> subprocess.Popen[bytes]:
-        env = os.environ | {
-            "KUBECONFIG": str(self.cluster.kubeconfig),
-            "ACCELTRIAL_METRICS_PORT": "0",
-            "ACCELTRIAL_TICK_SECONDS": "0.5",
-            "ACCELTRIAL_PEERING_LIFETIME_SECONDS": str(LIFETIME_SECONDS),
-            "HOME": str(self.folder),
-        }
+        env = environ_with(
+            **{
+                "KUBECONFIG": str(self.cluster.kubeconfig),
+                "ACCELTRIAL_METRICS_PORT": "0",
+                "ACCELTRIAL_TICK_SECONDS": "0.5",
+                "ACCELTRIAL_PEERING_LIFETIME_SECONDS": str(LIFETIME_SECONDS),
+                "HOME": str(self.folder),
+            }
+        )
         args = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers",
                 f"--namespace={self.namespace}", "--peering=acceltrial",
                 f"--priority={priority}"]  # fmt: skip

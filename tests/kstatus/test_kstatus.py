@@ -10,7 +10,6 @@ first build downloads the modules and compiles k8s.io/api: 36-106 s from empty c
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.conftest import environ_with
 
 HERE = Path(__file__).resolve().parent
 TESTDATA = (
@@ -54,7 +55,7 @@ def kstatus(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("the Go toolchain is not installed: kstatus is checked with cli-utils in Go")
     binary = tmp_path_factory.mktemp("kstatus") / "kstatus"
     # go.sum pins every module; the local toolchain builds it (no toolchain download).
-    env = os.environ | {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0"}
+    env = environ_with(**{"GOTOOLCHAIN": "local", "CGO_ENABLED": "0"})
     if "HOME" not in env and "GOCACHE" not in env:  # Go keeps its caches under HOME by default
         caches = tmp_path_factory.mktemp("go")
         env |= {"GOPATH": str(caches), "GOCACHE": str(caches / "build")}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import yaml
 from acceltrial.api.trial import GROUP, PLURAL, VERSION
 from acceltrial.handlers.startup import configure
 from acceltrial_testbed.sandbox.access import EMULATOR_TOKEN, Access
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO, environ_with
 from tests.integration.http_stub import http_server
 from tests.sandbox.conftest import Api, Backend, eventually
 
@@ -221,11 +220,13 @@ def test_the_operator_as_a_kopf_run_subprocess_admits_trials(
     api.post(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}})
     trial = yaml.safe_load((EXAMPLES / "llama3-8b-inf2-httproute.yaml").read_text())
     api.post(TRIALS, trial)
-    env = os.environ | {
-        "KUBECONFIG": str(cluster.kubeconfig),
-        "ACCELTRIAL_METRICS_PORT": "0",
-        "HOME": str(tmp_path),
-    }
+    env = environ_with(
+        **{
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "ACCELTRIAL_METRICS_PORT": "0",
+            "HOME": str(tmp_path),
+        }
+    )
     process = subprocess.Popen(
         [
             sys.executable,
@@ -310,14 +311,16 @@ HELD_SECONDS = 3.0
 
 def start_operator(cluster: Backend, home: Path, log: Path) -> subprocess.Popen[bytes]:
     """``kopf run -m acceltrial.handlers`` as the chart runs it, logging into ``log``."""
-    env = os.environ | {
-        "KUBECONFIG": str(cluster.kubeconfig),
-        "ACCELTRIAL_METRICS_PORT": "0",
-        "ACCELTRIAL_TICK_SECONDS": "1",
-        "ACCELTRIAL_LOG_LEVEL": "INFO",
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "HOME": str(home),
-    }
+    env = environ_with(
+        **{
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "ACCELTRIAL_METRICS_PORT": "0",
+            "ACCELTRIAL_TICK_SECONDS": "1",
+            "ACCELTRIAL_LOG_LEVEL": "INFO",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "HOME": str(home),
+        }
+    )
     command = [sys.executable, "-m", "kopf", "run", "-m", "acceltrial.handlers", "--standalone"]
     with log.open("ab") as out:
         return subprocess.Popen(

@@ -66,6 +66,7 @@ ACCELTRIAL_E2E_REAL=1)."""
 SCENARIO_TEST = "test_the_scenario_ends_as_expected_on_a_busy_machine"
 FLAGSHIP_TEST = "test_promote_ends_promoted_every_time_on_a_busy_machine"
 CAPPED_TEST = "test_without_scaling_for_production_the_same_scenario_fails_the_bake"
+UNMEASURED_TEST = "test_without_a_capacity_test_the_same_candidate_fails_users_in_the_bake"
 DASHBOARD_TEST = "test_every_dashboard_query_returns_data_from_a_demos_prometheus"
 KEPT = "kept.json"
 """Where the flagship's first run says which folder the demo kept."""
@@ -120,6 +121,8 @@ def demos_to_run(selected: set[str]) -> dict[str, Demo]:
         work["promote-run-1"] = Demo(run_check_and_keep, "promote", "emulator")
     if CAPPED_TEST in selected:
         work["capped"] = Demo(run_capped, "scale-for-production", "emulator")
+    if UNMEASURED_TEST in selected:
+        work["unmeasured"] = Demo(run_unmeasured, "capacity-measured", "emulator")
     return work
 
 
@@ -406,3 +409,31 @@ def run_capped(name: str, folder: Path, control_plane: str) -> None:
     status = json.loads(result_file.read_text())["status"]
     assert status["promotion"]["replicas"] == 1
     assert "promotion.maxReplicas (1)" in status["promotion"]["reason"]
+
+
+def test_without_a_capacity_test_the_same_candidate_fails_users_in_the_bake(demos: Demos) -> None:
+    """capacity-measured ends before any user's request reaches the candidate. Without its
+    capacityTest the utilization projection (35% busy at full load: about 57 requests/s a pod)
+    finds it cheaper, promotes it at one replica, and once all traffic is on it that one pod
+    refuses what it cannot carry: users get errors and the bake rolls back."""
+    ran = demos["unmeasured"].result()
+    assert ran.problem is None, ran.problem
+
+
+def run_unmeasured(name: str, folder: Path, control_plane: str) -> None:
+    """The scenario ``name`` without ``spec.capacityTest``: its candidate must fail in the bake,
+    having answered users. Its assertions fail the test that waits for it."""
+    source = REPO / "examples" / "scenarios" / f"{name}.yaml"
+    scenario = yaml.safe_load(source.read_text())
+    scenario["trial"] = {"file": str(source.parent / scenario["trial"]["file"])}
+    scenario["expect"] = {"phase": "RolledBack", "reason": "errors", "servedBy": "baseline"}
+    folder.mkdir(parents=True, exist_ok=True)
+    unmeasured = folder / "unmeasured.yaml"
+    unmeasured.write_text(yaml.safe_dump(scenario))
+    result_file = folder / "result.json"
+    done = run_demo(demo_command(str(unmeasured), result_file, control_plane))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    status = json.loads(result_file.read_text())["status"]
+    assert status["promotion"]["replicas"] == 1, "the projection asked for one pod"
+    assert "at 100%" in status["decision"]["reason"], "users were exposed"
+    assert "Users' requests the candidate answered: 0" not in done.stdout

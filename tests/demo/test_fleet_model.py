@@ -20,6 +20,11 @@ def test_erlang_c_matches_the_textbook_values() -> None:
     # Two servers, 1 Erlang offered: P(wait) = 1/3.
     assert erlang_c(2, 1.0) == pytest.approx(1 / 3)
     assert erlang_c(4, 0) == 0
+    # Ten servers, 8 Erlangs: 0.4092 (the M/M/c tables).
+    assert erlang_c(10, 8.0) == pytest.approx(0.4092, abs=1e-4)
+    # A pod of 793 batch slots offered all of 600 requests/s at once (its neighbour not Ready
+    # yet): load^k / k! overflowed past about 700 Erlangs and made the fleet's gauges NaN.
+    assert 0 < erlang_c(793, 777) < 1
 
 
 def test_at_low_load_latency_is_the_profile_and_it_grows_like_a_queue() -> None:

@@ -3,8 +3,11 @@ its answers passed ``spec.quality`` (if asked), record ``status.capacityTest`` f
 of its pods and say what the trial does. Pure.
 
 No user's request, not even a mirrored copy, has reached the candidate yet, so a candidate that
-breaks the SLO at the sweep's lowest concurrency ends the trial ``Failed`` (``CriterionFailed``)
-with the candidate removed and the route never changed. A sweep that cannot measure (the
+breaks the SLO at the sweep's lowest concurrency, or whose cost at its measured capacity already
+fails a cost criterion (the baseline at its production operating point), ends the trial
+``Failed`` (``CriterionFailed``) with the candidate removed and the route never changed. Once
+measured, the cost model uses the capacity instead of the utilization projection
+(engine/measurement.py's ``measured_capacity``). A sweep that cannot measure (the
 Service unreachable) is inconclusive and goes the way ``analysis.onInconclusive`` says: pause
 (``CapacityInconclusive``: resume sweeps again, promote goes on without it) or end the trial
 ``Failed`` (``Inconclusive``).
@@ -16,6 +19,7 @@ from datetime import datetime
 from typing import Literal
 
 from acceltrial.api.capacity_test import (
+    MAX_STAIRS,
     CapacityCost,
     CapacityTestSpec,
     CapacityTestStatus,
@@ -182,7 +186,7 @@ def variant_result(outcome: SweepOutcome, slo: Slo) -> VariantCapacityTest:
             concurrency=s.concurrency, rps=s.goodput, error_ratio=s.error_ratio,
             latency_p99=s.latency_p99, within_slo=breach(s, slo) is None,
         )
-        for s in outcome.stairs[-32:]
+        for s in outcome.stairs[-MAX_STAIRS:]
     ]  # fmt: skip
     rps = None if best is None else best.goodput / pods
     busy = outcome.utilization

@@ -400,13 +400,7 @@ def run_capped(name: str, folder: Path, control_plane: str) -> None:
     scenario["topology"] = str(source.parent / scenario["topology"])
     scenario["trial"]["patch"]["spec"]["promotion"] = {"maxReplicas": 1}
     scenario["expect"] = {"phase": "RolledBack", "servedBy": "baseline"}
-    folder.mkdir(parents=True, exist_ok=True)
-    capped = folder / "capped.yaml"
-    capped.write_text(yaml.safe_dump(scenario))
-    result_file = folder / "result.json"
-    done = run_demo(demo_command(str(capped), result_file, control_plane))
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    status = json.loads(result_file.read_text())["status"]
+    _, status = run_changed(scenario, folder / "capped.yaml", control_plane)
     assert status["promotion"]["replicas"] == 1
     assert "promotion.maxReplicas (1)" in status["promotion"]["reason"]
 
@@ -427,13 +421,21 @@ def run_unmeasured(name: str, folder: Path, control_plane: str) -> None:
     scenario = yaml.safe_load(source.read_text())
     scenario["trial"] = {"file": str(source.parent / scenario["trial"]["file"])}
     scenario["expect"] = {"phase": "RolledBack", "reason": "errors", "servedBy": "baseline"}
-    folder.mkdir(parents=True, exist_ok=True)
-    unmeasured = folder / "unmeasured.yaml"
-    unmeasured.write_text(yaml.safe_dump(scenario))
-    result_file = folder / "result.json"
-    done = run_demo(demo_command(str(unmeasured), result_file, control_plane))
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    status = json.loads(result_file.read_text())["status"]
+    done, status = run_changed(scenario, folder / "unmeasured.yaml", control_plane)
     assert status["promotion"]["replicas"] == 1, "the projection asked for one pod"
     assert "at 100%" in status["decision"]["reason"], "users were exposed"
     assert "Users' requests the candidate answered: 0" not in done.stdout
+
+
+def run_changed(
+    scenario: dict[str, Any], path: Path, control_plane: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run a shipped scenario changed by a test (written to ``path``), which must end as its
+    ``expect`` says; the demo's output and the trial's final status."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(scenario))
+    result_file = path.parent / "result.json"
+    done = run_demo(demo_command(str(path), result_file, control_plane))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    status: dict[str, Any] = json.loads(result_file.read_text())["status"]
+    return done, status

@@ -88,16 +88,25 @@ def baseline_request_rate(snapshot: TickSnapshot, now: datetime) -> float | None
     if not offers(analysis.preset, "request_rate") or "baseline" not in snapshot.targets:
         return None
     request = MetricRequest("baseline-request-rate", "baseline", PresetMetric("request_rate"))
+    rate = _one_value(snapshot, request, preflight_window(analysis, now))
+    return rate if rate is not None and rate >= 0 else None
+
+
+def _one_value(
+    snapshot: TickSnapshot, request: MetricRequest, window: MeasurementWindow
+) -> float | None:
+    """The single finite value ``request`` reads over ``window``; None when it reads none (or
+    the query fails)."""
     try:
-        reading = collect(
-            [request], _source(snapshot), snapshot.targets, preflight_window(analysis, now)
-        ).readings.get(("baseline-request-rate", "baseline"))
+        reading = collect([request], _source(snapshot), snapshot.targets, window).readings.get(
+            (request.criterion, request.variant)
+        )
     except (RequestError, SecretProblem):
         return None
     if reading is None or reading.error is not None or len(reading.values) != 1:
         return None
-    rate = reading.values[0]
-    return rate if math.isfinite(rate) and rate >= 0 else None
+    value = reading.values[0]
+    return value if math.isfinite(value) else None
 
 
 def _source(snapshot: TickSnapshot) -> MetricsSource:
@@ -137,14 +146,7 @@ def candidate_utilization(snapshot: TickSnapshot, began: float, ended: float) ->
         "sweep-utilization", "candidate", PresetMetric(UTILIZATION_METRIC), averaged=True
     )
     start, end = datetime.fromtimestamp(began, UTC), datetime.fromtimestamp(ended, UTC)
-    window = MeasurementWindow(start, end, max(1.0, (ended - began) / 4))
-    try:
-        reading = collect([request], _source(snapshot), snapshot.targets, window).readings.get(
-            ("sweep-utilization", "candidate")
-        )
-    except (RequestError, SecretProblem):
-        return None
-    if reading is None or reading.error is not None or len(reading.values) != 1:
-        return None
-    value = reading.values[0]
-    return value if math.isfinite(value) and value > 0 else None
+    busy = _one_value(
+        snapshot, request, MeasurementWindow(start, end, max(1.0, (ended - began) / 4))
+    )
+    return busy if busy is not None and busy > 0 else None

@@ -65,10 +65,8 @@ class Stair:
     """When its measured span began (seconds since the epoch): to read the pods' utilization
     over it."""
     throughput: float | None = None
-    """Requests per second that finished, successful or not, by Little's law: the concurrency
-    over the mean time a request took. Steadier than counting the requests that ended within a
-    short span (a stair's clients start together, so their answers come in waves); None: the
-    count over ``seconds`` stands."""
+    """Requests per second that began in the measured span, each followed to its answer
+    (successful or not); None: the answers counted over ``seconds`` stand."""
 
     @property
     def ended(self) -> float | None:

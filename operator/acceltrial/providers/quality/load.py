@@ -5,8 +5,7 @@ Each stair starts ``concurrency`` clients together; each sends its next completi
 soon as the last one is answered, until the stair's time is up. The first quarter of the stair
 is warm-up (every client starts at once, so the first answers come together): only requests
 that begin in the rest count, each followed to its answer. The goodput is the share of them
-that succeeded times the rate requests finish at, by Little's law the concurrency over the mean
-time one took. The
+that succeeded times the rate they began at. The
 requests are synthetic, shaped like production's: a prompt of about ``prompt_tokens`` tokens and
 ``max_tokens`` generated (``ignore_eos``, as vLLM's own benchmark asks, so every answer is as
 long as production's mean). When the SLO limits time to first token or inter-token latency,
@@ -59,7 +58,6 @@ class _Finished:
     first_tokens: list[float] = field(default_factory=list)
     token_gaps: list[float] = field(default_factory=list)
     failed: int = 0
-    failed_seconds: float = 0.0
     tokens: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -104,7 +102,6 @@ def run_stair(
                     finished.add(done - sent, answer)
                 else:
                     finished.failed += 1
-                    finished.failed_seconds += done - sent
 
     clients = [threading.Thread(target=one_client, daemon=True, name=f"load-{i}")
                for i in range(concurrency)]  # fmt: skip
@@ -120,11 +117,11 @@ def _stair(concurrency: int, seconds: float, finished: _Finished, began: float) 
     p50 = p99 = None
     if latencies.size:
         p50, p99 = (float(v) for v in np.quantile(latencies, [0.5, 0.99]))
+    # The rate requests began in the measured span: what the server was really asked, however
+    # long the clients took between requests (on a busy machine the concurrency over the mean
+    # latency, Little's law, read 31 requests/s from a pod that serves 20).
     count = latencies.size + finished.failed
-    busy = float(latencies.sum()) + finished.failed_seconds
-    # Little's law: every client always has one request out, so requests finish at the
-    # concurrency over the mean time one takes.
-    throughput = concurrency * count / busy if count and busy > 0 else None
+    throughput = count / seconds if count and seconds > 0 else None
     return Stair(
         concurrency=concurrency,
         seconds=seconds,

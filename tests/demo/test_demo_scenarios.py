@@ -285,6 +285,8 @@ def drawn_with(result_file: Path) -> str:
 
 def check_result(name: str, result: dict[str, Any]) -> None:
     status = result["status"]
+    if name == "capacity-measured":
+        assert_both_variants_swept(result)
     if name == "replicas-router":
         assert_replicas_router_shares(result)
     elif status["phase"] == "Promoted":
@@ -414,12 +416,28 @@ def test_without_a_capacity_test_the_same_candidate_fails_users_in_the_bake(demo
     assert ran.problem is None, ran.problem
 
 
+def assert_both_variants_swept(result: dict[str, Any]) -> None:
+    """capacity-measured's spare GPU node lets the baseline's temporary replica be swept beside
+    the candidate, with requests shaped like the baseline's own; the replica is gone after."""
+    swept = result["status"]["capacityTest"]
+    assert swept["baselineFrom"] == "sweep", swept.get("baselineNote")
+    assert swept["baseline"]["rpsPerPod"] == pytest.approx(16, rel=0.15), swept["baseline"]
+    assert swept["cost"]["baselineRpsPerPod"] == swept["baseline"]["rpsPerPod"]
+    # The fleet draws prompts and answers around 512 and 75 tokens (fleet.tokens).
+    shape = swept["requests"]
+    assert shape["source"] == "baseline"
+    assert shape["promptTokens"] == pytest.approx(512, rel=0.15), shape
+    assert shape["generatedTokens"] == pytest.approx(75, rel=0.15), shape
+    assert result["deployments"] == ["llama3-8b-gpu"], "the replica and the candidate are gone"
+
+
 def run_unmeasured(name: str, folder: Path, control_plane: str) -> None:
     """The scenario ``name`` without ``spec.capacityTest``: its candidate must fail in the bake,
     having answered users. Its assertions fail the test that waits for it."""
     source = REPO / "examples" / "scenarios" / f"{name}.yaml"
     scenario = yaml.safe_load(source.read_text())
     scenario["trial"] = {"file": str(source.parent / scenario["trial"]["file"])}
+    scenario["topology"] = str(source.parent / scenario["topology"])
     scenario["expect"] = {"phase": "RolledBack", "reason": "errors", "servedBy": "baseline"}
     done, status = run_changed(scenario, folder / "unmeasured.yaml", control_plane)
     assert status["promotion"]["replicas"] == 1, "the projection asked for one pod"

@@ -16,6 +16,7 @@ from acceltrial.api.status import TrialStatus
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.capacity_sweep import Stair, SweepOutcome
 from acceltrial.engine.economics import Throughput, VariantInput, compare
+from acceltrial.engine.measurement import measured_capacity
 from acceltrial.engine.quality.check import QualityCheck
 from acceltrial.engine.ticks import RemoveCandidate, RestoreRouting
 from tests.unit.test_lifecycle import Driver, condition, make_spec
@@ -225,3 +226,57 @@ def test_a_cost_that_cannot_be_read_before_exposure_is_left_to_the_steps_and_sai
     assert swept.reason.endswith(
         "; cost not judged before exposure: cost: the baseline's figures could not be read"
     )
+
+
+BASELINE_SWEPT = SweepOutcome(
+    stairs=(stair(1, 2), stair(2, 3.9), stair(4, 5.5, p99=2.2)),
+    stopped_because="slo",
+    why="latency p99 2.2 s above 2 s at concurrency 4",
+    pods=1,
+    seconds=30,
+)
+
+
+def test_a_baseline_replica_swept_alike_stands_for_the_baseline_in_status_and_economics() -> None:
+    both = replace(MEASURED, baseline=BASELINE_SWEPT)
+    driver = Driver(spec(), sweep=Sweeps(both, running=0))
+    driver.run_until("Progressing")
+    driver.tick()
+    swept = driver.status.capacity_test
+    assert swept is not None
+    assert (swept.verdict, swept.baseline_from, swept.baseline_note) == ("Pass", "sweep", None)
+    assert swept.baseline is not None
+    assert swept.baseline.rps_per_pod == pytest.approx(3.9)
+    assert "the baseline's replica at 3.9 requests/s per pod, swept alike" in swept.reason
+    assert measured_capacity(driver.status) == {
+        "candidate": Throughput(pytest.approx(3.8), pytest.approx(3.8 * 128)),
+        "baseline": Throughput(pytest.approx(3.9), pytest.approx(3.9 * 128)),
+    }, "the cost model uses both measured capacities"
+
+
+@pytest.mark.parametrize(
+    ("baseline", "changes", "note"),
+    [
+        (SweepOutcome(problem="no GPU node that serves the baseline has room for one more pod "
+                      "(the scheduler: 0/4 nodes are available)"), {},
+         "its replica could not be swept: no GPU node that serves the baseline has room"),
+        (SweepOutcome((stair(1, 0.4, p99=2.5),), "slo", "latency p99 2.5 s above 2 s at "
+                      "concurrency 1"), {},
+         "its replica met no stair within the SLO: latency p99 2.5 s above 2 s"),
+        (None, {"baseline": "production"}, "spec.capacityTest.baseline is production"),
+    ],
+)  # fmt: skip
+def test_without_a_baseline_swept_alike_production_stands_in_and_the_status_says_why(
+    baseline: SweepOutcome | None, changes: dict[str, Any], note: str
+) -> None:
+    driver = Driver(spec(**changes), sweep=Sweeps(replace(MEASURED, baseline=baseline),
+                                                  running=0))  # fmt: skip
+    driver.run_until("Progressing")
+    driver.tick()
+    swept = driver.status.capacity_test
+    assert swept is not None
+    assert (swept.verdict, swept.baseline_from) == ("Pass", "production")
+    assert (swept.baseline_note or "").startswith(note)
+    assert "the baseline's figure is production's operating point (" + note in swept.reason
+    assert set(measured_capacity(driver.status)) == {"candidate"}
+    assert driver.weights() == [5], "the trial goes on: the candidate was measured"

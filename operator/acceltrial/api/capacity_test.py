@@ -17,6 +17,8 @@ StoppedBecause = Literal["slo", "errors", "flat", "maxDuration", "maxConcurrency
 its limit (``errors``), throughput no longer growing (``flat``), the time bound
 (``maxDuration``) or the concurrency bound (``maxConcurrency``)."""
 MAX_STAIRS = 32
+BaselineMeasure = Literal["replica", "production"]
+BaselineFrom = Literal["sweep", "production"]
 
 
 class CapacitySlo(ApiModel):
@@ -72,8 +74,12 @@ class CapacityTestSpec(ApiModel):
 
     slo: CapacitySlo
     """Limits a stair must meet; the pod's capacity is the best goodput of a stair within them."""
-    requests: LoadShapeSpec
-    """The shape of the sweep's requests (production's mean prompt and answer lengths)."""
+    requests: LoadShapeSpec | None = None
+    """The shape of the sweep's requests (production's mean prompt and answer lengths). When
+    absent, the baseline's own means over the last five analysis intervals (at least a minute),
+    from its server's token histograms (vLLM's ``vllm:request_prompt_tokens`` and
+    ``vllm:request_generation_tokens``, TGI's ``tgi_request_input_length`` and
+    ``tgi_request_generated_tokens``); a sweep that cannot read them is inconclusive."""
     max_duration: Duration = "5m"
     """Bound on the whole sweep."""
     stair_duration: Duration = "15s"
@@ -85,6 +91,12 @@ class CapacityTestSpec(ApiModel):
     model: str | None = Field(default=None, min_length=1, max_length=256)
     """The ``model`` each request names, where the servers serve several (vLLM's
     ``--served-model-name``); none is sent by default."""
+    baseline: BaselineMeasure = "replica"
+    """How the baseline's side of the cost ratio is measured. ``replica`` (the default): a
+    temporary replica of the baseline, outside every route, on a GPU node that already serves
+    the baseline and has room, swept alike and deleted after; production's operating point
+    when no such node has room. ``production``: production's operating point (its throughput
+    over its utilization), with no extra GPU pod."""
 
 
 class SweepStair(ApiModel):
@@ -139,14 +151,26 @@ class VariantCapacityTest(ApiModel):
 class CapacityCost(ApiModel):
     """Cost per unit of capacity at the target utilization (USD), as the cost criteria judge
     it before any user's request reaches the candidate: the candidate at its measured capacity,
-    the baseline at its production operating point (its throughput over its utilization)."""
+    the baseline at its replica's (or, unswept, at its production operating point: its
+    throughput over its utilization)."""
 
     baseline_per_million_tokens: float | None = Field(default=None, ge=0)
     candidate_per_million_tokens: float | None = Field(default=None, ge=0)
     baseline_per_thousand_requests: float | None = Field(default=None, ge=0)
     candidate_per_thousand_requests: float | None = Field(default=None, ge=0)
     baseline_rps_per_pod: float | None = Field(default=None, ge=0)
-    """The baseline's capacity per pod as production shows it (not load-tested)."""
+    """The baseline's capacity per pod the costs use: its replica's sweep, or what production
+    shows (``baselineFrom``)."""
+
+
+class SweptRequests(ApiModel):
+    """The shape of the requests the sweep sent, and where it came from."""
+
+    prompt_tokens: int = Field(ge=1)
+    generated_tokens: int = Field(ge=1)
+    source: Literal["spec", "baseline"]
+    """``spec``: ``spec.capacityTest.requests``; ``baseline``: the baseline's own means, read
+    from its token histograms."""
 
 
 class CapacityTestStatus(ApiModel):
@@ -159,6 +183,15 @@ class CapacityTestStatus(ApiModel):
     measured_at: datetime
     candidate: VariantCapacityTest | None = None
     """The candidate's pods, swept before any user's request reached them."""
+    baseline: VariantCapacityTest | None = None
+    """The baseline's temporary replica, swept alike (``spec.capacityTest.baseline: replica``
+    and a GPU node had room)."""
+    baseline_from: BaselineFrom | None = None
+    """Where the baseline's capacity comes from: ``sweep`` (its replica, the comparison is
+    symmetric) or ``production`` (its operating point: asymmetric, as the report says)."""
+    baseline_note: str | None = Field(default=None, max_length=1024)
+    """Why production's operating point stands in for the baseline, when it does."""
+    requests: SweptRequests | None = None
+    """The requests the sweep sent."""
     cost: CapacityCost | None = None
-    """Both variants' cost at those capacities, when a cost criterion asks: the comparison is
-    asymmetric (the baseline is not load-tested; its figure comes from production)."""
+    """Both variants' cost at those capacities, when a cost criterion asks."""

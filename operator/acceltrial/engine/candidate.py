@@ -117,6 +117,14 @@ def derive_deployment(
 
 def derive_service(baseline_service: Manifest, trial: TrialRef) -> Manifest:
     """The candidate Service: the baseline Service's ports, selecting the candidate's pods."""
+    return owned_service(baseline_service, trial, candidate_name(trial), candidate_labels(trial))
+
+
+def owned_service(
+    baseline_service: Manifest, trial: TrialRef, name: str, labels: dict[str, str]
+) -> Manifest:
+    """A Service of the trial named ``name`` on the baseline Service's ports, selecting the pods
+    with ``labels``."""
     ports = [
         {
             k: v
@@ -133,12 +141,12 @@ def derive_service(baseline_service: Manifest, trial: TrialRef) -> Manifest:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": candidate_name(trial),
+            "name": name,
             "namespace": trial.namespace,
-            "labels": candidate_labels(trial),
+            "labels": labels,
             "ownerReferences": [owner_reference(trial)],
         },
-        "spec": {"type": "ClusterIP", "selector": candidate_labels(trial), "ports": ports},
+        "spec": {"type": "ClusterIP", "selector": labels, "ports": ports},
     }
 
 

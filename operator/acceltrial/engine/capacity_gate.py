@@ -4,9 +4,11 @@ of its pods and say what the trial does. Pure.
 
 No user's request, not even a mirrored copy, has reached the candidate yet, so a candidate that
 breaks the SLO at the sweep's lowest concurrency, or whose cost at its measured capacity already
-fails a cost criterion (the baseline at its production operating point), ends the trial
-``Failed`` (``CriterionFailed``) with the candidate removed and the route never changed. Once
-measured, the cost model uses the capacity instead of the utilization projection
+fails a cost criterion, ends the trial ``Failed`` (``CriterionFailed``) with the candidate
+removed and the route never changed. The baseline's side is its temporary replica's sweep when
+there was one that met the SLO (``spec.capacityTest.baseline: replica``, a GPU node with room),
+else its production operating point, and ``status.capacityTest.baselineFrom`` says which. Once
+measured, the cost model uses the capacities instead of the utilization projection
 (engine/measurement.py's ``measured_capacity``). A sweep that cannot measure (the
 Service unreachable) is inconclusive and goes the way ``analysis.onInconclusive`` says: pause
 (``CapacityInconclusive``: resume sweeps again, promote goes on without it) or end the trial
@@ -15,15 +17,18 @@ Service unreachable) is inconclusive and goes the way ``analysis.onInconclusive`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from acceltrial.api.capacity_test import (
     MAX_STAIRS,
+    BaselineFrom,
     CapacityCost,
     CapacityTestSpec,
     CapacityTestStatus,
     SweepStair,
+    SweptRequests,
     VariantCapacityTest,
 )
 from acceltrial.api.durations import duration_seconds
@@ -36,6 +41,7 @@ from acceltrial.engine.capacity_sweep import (
     Slo,
     Stair,
     SweepOutcome,
+    SweepShape,
     best_stair,
     breach,
 )
@@ -100,6 +106,44 @@ def _unmeasured(
     return recorded, _failed(INCONCLUSIVE, why)
 
 
+@dataclass(frozen=True)
+class BaselineSide:
+    """The baseline's side of the comparison: its replica's sweep, or production's operating
+    point and why."""
+
+    swept: VariantCapacityTest | None
+    source: BaselineFrom
+    note: str | None
+
+    @property
+    def described(self) -> str:
+        if self.source == "sweep" and self.swept is not None and self.swept.rps_per_pod:
+            return (
+                f"the baseline's replica at {self.swept.rps_per_pod:.3g} requests/s per pod, "
+                "swept alike"
+            )
+        return "the baseline at its production operating point"
+
+
+def baseline_side(spec: TrialSpec, outcome: SweepOutcome) -> BaselineSide:
+    """Where the baseline's capacity comes from: its replica's sweep when that measured a stair
+    within the SLO, else production's operating point (and why)."""
+    assert spec.capacity_test is not None  # judged only when the spec asks for a sweep
+    swept = outcome.baseline
+    if swept is None:
+        asked = spec.capacity_test.baseline == "production"
+        note = "spec.capacityTest.baseline is production" if asked else outcome.baseline_unswept
+        return BaselineSide(None, "production", note or "the baseline was not swept")
+    if swept.problem is not None:
+        return BaselineSide(None, "production", f"its replica could not be swept: {swept.problem}")
+    result = variant_result(swept, sweep_settings(spec.capacity_test)[0])
+    if result.rps_per_pod is None:
+        return BaselineSide(
+            result, "production", f"its replica met no stair within the SLO: {swept.why}"
+        )
+    return BaselineSide(result, "sweep", None)
+
+
 def _measured(
     spec: TrialSpec, outcome: SweepOutcome, now: datetime
 ) -> tuple[CapacityTestStatus, GateVerdict]:
@@ -108,25 +152,38 @@ def _measured(
     assert spec.capacity_test is not None  # judged only when the spec asks for a sweep
     slo, _ = sweep_settings(spec.capacity_test)
     measured = variant_result(outcome, slo)
+    side = baseline_side(spec, outcome)
     best = best_stair(outcome.stairs, slo)
     if best is None:
         why = f"the candidate breaks its capacityTest SLO at the lowest concurrency: {outcome.why}"
-        return _status("Fail", why, now, measured), _failed(CRITERION_FAILED, why)
-    dearer = _costlier(spec, outcome, measured)
+        return _status("Fail", why, now, measured, side=side, shape=outcome.requests), _failed(
+            CRITERION_FAILED, why
+        )
+    dearer = _costlier(spec, outcome, measured, side)
     if dearer:
-        failed = _status("Fail", dearer, now, measured, outcome.cost)
+        failed = _status(
+            "Fail", dearer, now, measured, side=side, cost=outcome.cost, shape=outcome.requests
+        )
         return failed, _failed(CRITERION_FAILED, dearer)
+    baseline = (
+        f"; {side.described}" if side.source == "sweep"
+        else f"; the baseline's figure is production's operating point ({side.note})"
+    )  # fmt: skip
     why = (
         f"one candidate pod carries {measured.rps_per_pod:.3g} requests/s within its SLO "
-        f"(concurrency {best.concurrency}); the sweep stopped: {outcome.why}"
+        f"(concurrency {best.concurrency}); the sweep stopped: {outcome.why}{baseline}"
         f"{_unjudged_cost(spec, outcome)}"
     )
     told = Event("Normal", "CapacityMeasured", why[:1024])
-    passed = _status("Pass", why, now, measured, outcome.cost)
+    passed = _status(
+        "Pass", why, now, measured, side=side, cost=outcome.cost, shape=outcome.requests
+    )
     return passed, GateVerdict(passed=True, events=(told,))
 
 
-def _costlier(spec: TrialSpec, outcome: SweepOutcome, measured: VariantCapacityTest) -> str:
+def _costlier(
+    spec: TrialSpec, outcome: SweepOutcome, measured: VariantCapacityTest, side: BaselineSide
+) -> str:
     """Why the cost criteria already fail at the measured capacity (whatever their
     ``fromWeight``: no user needs to reach a candidate known to cost more), or ""."""
     failed = [f"{name}: {judged.reason}" for name, judged in _cost_judgements(spec, outcome)
@@ -135,8 +192,8 @@ def _costlier(spec: TrialSpec, outcome: SweepOutcome, measured: VariantCapacityT
         return ""
     return (
         f"at the capacity measured before any user's request reached it "
-        f"({measured.rps_per_pod:.3g} requests/s per pod within its SLO, the baseline at its "
-        f"production operating point): {'; '.join(failed)}"
+        f"({measured.rps_per_pod:.3g} requests/s per pod within its SLO, {side.described}): "
+        f"{'; '.join(failed)}"
     )
 
 
@@ -214,10 +271,19 @@ def _status(
     why: str,
     now: datetime,
     candidate: VariantCapacityTest | None = None,
+    *,
+    side: BaselineSide | None = None,
     cost: Comparison | None = None,
+    shape: SweepShape | None = None,
 ) -> CapacityTestStatus:
     return CapacityTestStatus(
         verdict=verdict, reason=why[:4096], measured_at=now, candidate=candidate,
+        requests=None if shape is None else SweptRequests(
+            prompt_tokens=shape.prompt_tokens, generated_tokens=shape.generated_tokens,
+            source=shape.source),
+        baseline=None if side is None else side.swept,
+        baseline_from=None if side is None else side.source,
+        baseline_note=None if side is None or side.note is None else side.note[:1024],
         cost=None if cost is None else _cost(cost),
     )  # fmt: skip
 

@@ -175,6 +175,16 @@ def best_stair(stairs: Sequence[Stair], slo: Slo) -> Stair | None:
 
 
 @dataclass(frozen=True)
+class SweepShape:
+    """The requests a sweep sent: mean prompt and generated tokens, and where they came from
+    (``spec`` or the ``baseline``'s token histograms)."""
+
+    prompt_tokens: int
+    generated_tokens: int
+    source: Literal["spec", "baseline"]
+
+
+@dataclass(frozen=True)
 class SweepOutcome:
     """A finished sweep of one variant's pods, or why it could not run (``problem``)."""
 
@@ -186,8 +196,17 @@ class SweepOutcome:
     problem: str | None = None
     """The sweep could not measure: its target unreachable, nothing answered."""
     cost: Comparison | None = None
-    """Both variants' costs at the measured capacity against the baseline's production
-    operating point, when cost criteria ask (added by the world once the sweep finished)."""
+    """Both variants' costs at the measured capacities (the baseline's replica's, or else its
+    production operating point), when cost criteria ask (added by the world once the sweeps
+    finished)."""
     utilization: float | None = None
     """The pods' accelerator utilization over the best stair within the SLO (added by the
     world): what a projection from utilization would have made of that load."""
+    baseline: SweepOutcome | None = None
+    """The baseline's temporary replica, swept alike (added by the world to the candidate's
+    outcome); None when production's operating point stands in."""
+    requests: SweepShape | None = None
+    """The requests sent (added by the world)."""
+    baseline_unswept: str = ""
+    """Why the baseline's replica was not swept (or measured nothing within the SLO), when
+    that is so."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
+from acceltrial.api.capacity_test import VariantCapacityTest
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.spec import AnalysisSpec, TrialSpec
 from acceltrial.api.status import (
@@ -118,12 +119,19 @@ def plan_measurement(spec: TrialSpec, status: TrialStatus, now: datetime) -> Mea
 
 
 def measured_capacity(status: TrialStatus) -> dict[Variant, Throughput]:
-    """Each swept variant's capacity per replica at the SLO (``status.capacityTest``)."""
+    """Each swept variant's capacity per replica at the SLO (``status.capacityTest``): the
+    candidate's, and the baseline's when its replica's sweep stands for it."""
     swept = status.capacity_test
-    found = swept.candidate if swept else None
-    if found is None or not found.rps_per_pod:
+    if swept is None:
         return {}
-    return {"candidate": Throughput(found.rps_per_pod, found.tokens_per_second_per_pod)}
+    found: dict[Variant, VariantCapacityTest | None] = {"candidate": swept.candidate}
+    if swept.baseline_from == "sweep":
+        found["baseline"] = swept.baseline
+    return {
+        variant: Throughput(result.rps_per_pod, result.tokens_per_second_per_pod)
+        for variant, result in found.items()
+        if result is not None and result.rps_per_pod
+    }
 
 
 def _production_from(planned: MeasurementPlan) -> Literal["both", "candidate", "baseline"]:

@@ -30,12 +30,15 @@ SCRAPES_METRIC = "scrapes"
 """Scrapes of the request counter in the window: how much evidence a rate rests on."""
 LATENCY_METRICS = frozenset({"latency_mean", "latency_p50", "latency_p90", "latency_p99"})
 
+REQUEST_SHAPE_METRICS = ("prompt_tokens_mean", "generated_tokens_mean")
+"""The baseline's mean prompt and generated tokens per request: the capacity sweep's requests
+when ``spec.capacityTest.requests`` is not given."""
 _SERVER_METRICS = frozenset(
     {*LATENCY_METRICS, "ttft_p99", "itl_p99", "request_rate", "token_rate", "error_ratio"}
 )
 PRESET_METRICS: dict[str, frozenset[str]] = {
-    "vllm": _SERVER_METRICS | {REQUESTS_METRIC, SCRAPES_METRIC},
-    "tgi": _SERVER_METRICS | {REQUESTS_METRIC, SCRAPES_METRIC},
+    "vllm": _SERVER_METRICS | {REQUESTS_METRIC, SCRAPES_METRIC, *REQUEST_SHAPE_METRICS},
+    "tgi": _SERVER_METRICS | {REQUESTS_METRIC, SCRAPES_METRIC, *REQUEST_SHAPE_METRICS},
 }
 """The metrics each model server's preset reads (``custom`` reads none: every criterion brings
 its own query)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from acceltrial.api.status import TrialStatus
+from acceltrial.engine.baseline_replica import replica_name
 from acceltrial.engine.candidate import PROMOTED_BY_LABEL, derive_deployment, derive_service
 from acceltrial.engine.compile_gate import StartCompile
 from acceltrial.engine.ticks import (
@@ -60,6 +61,9 @@ class Executor:
         elif isinstance(action, RemoveCandidate):
             kube.delete("Service", namespace, name)
             kube.delete("Deployment", namespace, name)
+            # The baseline's replica for the capacity sweep, should a sweep have left it.
+            for kind in ("Service", "Deployment"):
+                kube.delete(kind, namespace, replica_name(trial))
         elif isinstance(action, ScaleBaselineToZero):
             kube.scale(namespace, snapshot.baseline_name, 0)
         elif isinstance(action, ScaleCandidate):

@@ -16,7 +16,7 @@ from acceltrial.engine.analysis import MeasurementWindow
 from acceltrial.engine.capacity_gate import capacity_per_pod
 from acceltrial.engine.capacity_sweep import SweepOutcome
 from acceltrial.engine.costing import cost_figures, plan_cost_inputs
-from acceltrial.engine.economics import Comparison
+from acceltrial.engine.economics import Comparison, Throughput
 from acceltrial.engine.measurement import (
     judge_measurement,
     measurement_requests,
@@ -26,6 +26,7 @@ from acceltrial.engine.measurement import (
 from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
 from acceltrial.engine.metrics import (
     COST_METRICS,
+    REQUEST_SHAPE_METRICS,
     UTILIZATION_METRIC,
     MetricRequest,
     PresetMetric,
@@ -113,20 +114,47 @@ def _source(snapshot: TickSnapshot) -> MetricsSource:
     return metrics_source(snapshot.kube, snapshot.namespace, snapshot.spec.analysis)
 
 
+def operating_window(snapshot: TickSnapshot, now: datetime) -> MeasurementWindow:
+    """Production's operating point is read over a few intervals, not one: a steady state,
+    and a read that one missed scrape cannot empty."""
+    seconds = max(
+        OPERATING_POINT_INTERVALS * duration_seconds(snapshot.spec.analysis.interval), 60.0
+    )
+    return MeasurementWindow(now - timedelta(seconds=seconds), now, seconds / 4)
+
+
+def baseline_request_shape(snapshot: TickSnapshot, now: datetime) -> tuple[int, int] | str:
+    """The baseline's mean prompt and generated tokens per request over its operating window,
+    from its server's token histograms; why not, when they cannot be read."""
+    analysis = snapshot.spec.analysis
+    if not all(offers(analysis.preset, metric) for metric in REQUEST_SHAPE_METRICS):
+        return f"analysis.preset {analysis.preset} reads no token histograms"
+    window = operating_window(snapshot, now)
+    means = [
+        _one_value(snapshot, MetricRequest(f"baseline-{m}", "baseline", PresetMetric(m)), window)
+        for m in REQUEST_SHAPE_METRICS
+    ]
+    prompt, generated = means
+    if prompt is None or generated is None or prompt < 0.5 or generated < 0.5:
+        return (
+            "the baseline's mean tokens per request could not be read from its token "
+            "histograms (no request finished, or the query failed)"
+        )
+    return round(prompt), round(generated)
+
+
 def cost_at_capacity(
     snapshot: TickSnapshot, outcome: SweepOutcome, now: datetime
 ) -> Comparison | None:
     """Both variants' costs with the candidate at its measured capacity and the baseline at its
-    production operating point (its throughput over utilization, over the last interval), when
-    a cost criterion asks; None when none does or the baseline cannot be read."""
+    replica's (swept beside it), or else at its production operating point (its throughput over
+    utilization, over the last few intervals), when a cost criterion asks; None when none does
+    or the baseline cannot be read."""
     spec = snapshot.spec
     if not any(c.metric in COST_METRICS for c in spec.analysis.criteria):
         return None
     requests = [r for r in plan_cost_inputs(spec.analysis) if r.variant == "baseline"]
-    # Production's operating point over a few intervals, not one: a steady state, and a read
-    # that one missed scrape cannot empty.
-    seconds = max(OPERATING_POINT_INTERVALS * duration_seconds(spec.analysis.interval), 60.0)
-    window = MeasurementWindow(now - timedelta(seconds=seconds), now, seconds / 4)
+    window = operating_window(snapshot, now)
     try:
         readings = collect(requests, _source(snapshot), snapshot.targets, window).readings
     except (RequestError, SecretProblem):
@@ -134,8 +162,13 @@ def cost_at_capacity(
     swept = capacity_per_pod(spec, outcome)
     if swept is None:
         return None
+    measured: dict[Variant, Throughput] = {"candidate": swept}
+    beside = outcome.baseline
+    alike = None if beside is None or beside.problem else capacity_per_pod(spec, beside)
+    if alike is not None:
+        measured["baseline"] = alike
     figures = cost_figures(readings, snapshot.targets, snapshot.resources, spec.economics,
-                           production_from="baseline", measured={"candidate": swept})  # fmt: skip
+                           production_from="baseline", measured=measured)  # fmt: skip
     return figures.comparison
 
 

@@ -18,7 +18,8 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.engine.candidate import TrialRef, candidate_labels, candidate_name
 from acceltrial.engine.costing import VariantResources
 from acceltrial.engine.metrics import Variant, VariantTarget
-from acceltrial.engine.targets import baseline_pods, variant_target
+from acceltrial.engine.targets import baseline_pods as without_trial_pods
+from acceltrial.engine.targets import variant_target
 from acceltrial.handlers.lazy import lazy
 from acceltrial.kube.gateway import Kube
 from acceltrial.kube.nodes import NodeCache
@@ -91,12 +92,16 @@ class TickSnapshot:
         return self.kube.autoscalers(self.namespace)
 
     @lazy
+    def baseline_pods(self) -> list[Mapping[str, Any]]:
+        """The baseline Deployment's pods, without the trial's own."""
+        selector = (self.baseline or {}).get("spec", {}).get("selector", {}).get("matchLabels")
+        return without_trial_pods(self.kube.pods(self.namespace, selector or {}), self.trial.name)
+
+    @lazy
     def targets(self) -> dict[Variant, VariantTarget]:
         """Each variant's pods and the instance ids of their nodes, as the queries select them."""
-        selector = (self.baseline or {}).get("spec", {}).get("selector", {}).get("matchLabels")
         pods: dict[Variant, Sequence[Mapping[str, Any]]] = {
-            "baseline": baseline_pods(self.kube.pods(self.namespace, selector or {}),
-                                      self.trial.name),
+            "baseline": self.baseline_pods,
             "candidate": self.kube.pods(self.namespace, candidate_labels(self.trial)),
         }  # fmt: skip
         hosts = (p.get("spec", {}).get("nodeName") for each in pods.values() for p in each)

@@ -32,7 +32,7 @@ from acceltrial.engine.ticks import Action, Measurement, Observation
 from acceltrial.handlers import measure as measuring
 from acceltrial.handlers import preflight as preflighting
 from acceltrial.handlers.capacity import capacity_need, capacity_provider
-from acceltrial.handlers.capacity_test import SWEEPS, candidate_sweep
+from acceltrial.handlers.capacity_test import SWEEPS, trial_sweeps
 from acceltrial.handlers.executor import Executor
 from acceltrial.handlers.lazy import lazy
 from acceltrial.handlers.neuron import neuron_preflight, observe_compile
@@ -143,8 +143,10 @@ class TrialWorld:
         )
 
     def _swept(self, candidate: Manifest | None, now: datetime) -> SweepOutcome | None:
-        """The candidate's capacity sweep once finished; started in the background first."""
-        sweep = candidate_sweep(self.snapshot, available_replicas(candidate))
+        """The capacity sweeps (the candidate's, the baseline replica's) once finished; started
+        in the background first."""
+        unselected = self.router.unselected_labels()
+        sweep = trial_sweeps(self.snapshot, available_replicas(candidate), unselected)
         outcome = SWEEPS.poll(self.trial.uid, sweep)
         if outcome is None or outcome.problem is not None:
             return outcome

@@ -1,7 +1,9 @@
 """The report's measured-capacity section (``spec.capacityTest``), for Markdown and HTML alike:
 what one candidate pod carried within the SLO before any user's request reached it, beside
-what a projection from its utilization would have made of the same load; the cost both
-variants come to at those capacities; and every stair of the sweep."""
+what a projection from its utilization would have made of the same load; the same for the
+baseline's temporary replica when it was swept alike, or else that the comparison is
+asymmetric and why; the cost both variants come to at those capacities; and every stair of
+each sweep."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from acceltrial.api.report import Report
 TITLE = "Capacity (measured before exposure)"
 NOT_SWEPT = "The candidate has not been swept yet."
 HEADER = ("concurrency", "requests/s", "error ratio", "latency p99 (s)", "within the SLO")
+Swept = tuple[str, VariantCapacityTest]
 
 
 def capacity_test_due(report: Report) -> bool:
@@ -26,32 +29,55 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 
 def summary_lines(swept: CapacityTestStatus) -> list[str]:
-    """The verdict, the measured capacity beside the utilization projection, and the cost."""
+    """The verdict, each variant's measured capacity beside its utilization projection, where
+    the baseline's figure comes from, and the cost."""
     when = swept.measured_at.strftime("%H:%M:%S UTC")
     lines = [f"{swept.verdict.upper()} (measured {when}): {swept.reason}"]
-    found = swept.candidate
-    if found is not None:
-        lines.append(_measured_line(found))
+    sent = swept.requests
+    if sent is not None:
+        source = (
+            "as spec.capacityTest.requests gives them"
+            if sent.source == "spec"
+            else ("the baseline's own means, from its token histograms")
+        )
+        lines.append(
+            f"Requests: {sent.prompt_tokens} prompt tokens and {sent.generated_tokens} "
+            f"generated tokens each, {source}."
+        )
+    for variant, found in _swept(swept):
+        lines.append(_measured_line(variant, found))
         projected = _projection_line(found)
         if projected:
             lines.append(projected)
+    symmetric = swept.baseline_from == "sweep"
+    if swept.baseline_from == "production":
+        lines.append(
+            "The baseline was not load-tested: its figure is production's operating point (its "
+            "throughput over its utilization), so the comparison is asymmetric "
+            f"({swept.baseline_note or 'no reason recorded'})."
+        )
     cost = swept.cost
     if cost is not None:
+        where = "measured by its replica's sweep" if symmetric else "its production operating point"
         lines.append(
             "Cost per unit of capacity at the target utilization: the candidate "
             f"${_number(cost.candidate_per_million_tokens, 4)} per 1M tokens and "
             f"${_number(cost.candidate_per_thousand_requests, 4)} per 1k requests at its "
             f"measured capacity; the baseline ${_number(cost.baseline_per_million_tokens, 4)} "
             f"and ${_number(cost.baseline_per_thousand_requests, 4)} at "
-            f"{_number(cost.baseline_rps_per_pod)} requests/s per pod, its production operating "
-            "point (not load-tested: the comparison is asymmetric)."
+            f"{_number(cost.baseline_rps_per_pod)} requests/s per pod, {where}."
         )
     return lines
 
 
-def _measured_line(found: VariantCapacityTest) -> str:
+def _swept(swept: CapacityTestStatus) -> list[Swept]:
+    return [(variant, found) for variant, found in (("candidate", swept.candidate),
+            ("baseline", swept.baseline)) if found is not None]  # fmt: skip
+
+
+def _measured_line(variant: str, found: VariantCapacityTest) -> str:
     if found.rps_per_pod is None:
-        return f"No stair met the SLO ({found.stopped_because}: {found.reason})."
+        return f"The {variant}: no stair met the SLO ({found.stopped_because}: {found.reason})."
     tokens = (
         f", {_number(found.tokens_per_second_per_pod)} generated tokens/s"
         if found.tokens_per_second_per_pod
@@ -62,8 +88,9 @@ def _measured_line(found: VariantCapacityTest) -> str:
         for name, value in (("TTFT", found.ttft_p99), ("ITL", found.itl_p99))
         if value is not None
     )
+    pod = "candidate pod" if variant == "candidate" else "baseline pod (a temporary replica)"
     return (
-        f"One candidate pod carries {_number(found.rps_per_pod)} requests/s{tokens} within the "
+        f"One {pod} carries {_number(found.rps_per_pod)} requests/s{tokens} within the "
         f"SLO, at concurrency {found.concurrency} over {found.pods} pod(s) (latency p50 "
         f"{_number(found.latency_p50)} s, p99 {_number(found.latency_p99)} s{streamed}); the "
         f"sweep took {found.seconds:.0f} s and stopped on {found.stopped_because}."
@@ -94,9 +121,11 @@ def capacity_test_markdown(report: Report) -> list[str]:
     if swept is None:
         return [NOT_SWEPT]
     out = [f"- {line}" for line in summary_lines(swept)]
-    if swept.candidate is not None and swept.candidate.stairs:
-        out += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-        out += ["| " + " | ".join(row) + " |" for row in stair_rows(swept.candidate)]
+    for variant, found in _swept(swept):
+        if found.stairs:
+            out += ["", f"The {variant}'s stairs:", ""]
+            out += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+            out += ["| " + " | ".join(row) + " |" for row in stair_rows(found)]
     return out
 
 
@@ -105,12 +134,17 @@ def capacity_test_html(report: Report) -> str:
     if swept is None:
         return f"<p>{html.escape(NOT_SWEPT)}</p>"
     lines = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(swept))
-    table = ""
-    if swept.candidate is not None and swept.candidate.stairs:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
+    tables = ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
+    for variant, found in _swept(swept):
+        if not found.stairs:
+            continue
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
-            for row in stair_rows(swept.candidate)
+            for row in stair_rows(found)
         )
-        table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    return f"<ul>{lines}</ul>{table}"
+        tables += (
+            f"<p>The {html.escape(variant)}'s stairs:</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        )
+    return f"<ul>{lines}</ul>{tables}"

@@ -626,6 +626,7 @@ def _conclude(
                 {
                     "status": status,
                     "route": _route(run, client),
+                    "deployments": _deployments(run, client),
                     **_pools(run, client),
                     "report": None
                     if report is None
@@ -691,6 +692,12 @@ def _pools(run: Run, client: Client) -> dict[str, list[str]]:
         return {}
     listed = client.get(POOLS.format(run.namespace)) or {}
     return {"inferencePools": sorted(p["metadata"]["name"] for p in listed.get("items", []))}
+
+
+def _deployments(run: Run, client: Client) -> list[str]:
+    """The Deployments left in the trial's namespace at the end."""
+    listed = client.get(f"/apis/apps/v1/namespaces/{run.namespace}/deployments") or {}
+    return sorted(d["metadata"]["name"] for d in listed.get("items") or [])
 
 
 def _route(run: Run, client: Client) -> Manifest | None:

@@ -252,7 +252,9 @@ class Fleet(Collector):
         for name, pod in sorted(current.items()):
             if name not in self._pods:
                 labels = pod["metadata"].get("labels") or {}
-                variant: Variant = "candidate" if labels.get(VARIANT_LABEL) else "baseline"
+                variant: Variant = (
+                    "candidate" if labels.get(VARIANT_LABEL) == "candidate" else "baseline"
+                )
                 containers = pod.get("spec", {}).get("containers") or [{}]
                 self._pods[name] = PodCounters(
                     namespace=self.spec.entry.namespace,

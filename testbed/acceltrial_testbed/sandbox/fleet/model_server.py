@@ -134,7 +134,7 @@ class ModelServers:
         if not backing:
             return None
         labels = backing[0]["metadata"].get("labels") or {}
-        variant: Variant = "candidate" if labels.get(VARIANT_LABEL) else "baseline"
+        variant: Variant = "candidate" if labels.get(VARIANT_LABEL) == "candidate" else "baseline"
         return variant, sorted(p["metadata"]["name"] for p in backing)
 
     def answer(self, path: str, request: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:

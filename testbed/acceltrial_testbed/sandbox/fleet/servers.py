@@ -5,6 +5,9 @@
   exists from 0.11, ``vllm:time_per_output_token_seconds`` until 0.11 (deprecated in 0.11, hidden
   from 0.12). ``http_requests_total{handler,method,status}`` exists from 0.8.3 (vLLM PRs 15657,
   15894), with status grouped as ``2xx``/``5xx`` and a series only once its group occurred.
+  ``vllm:request_prompt_tokens`` and ``vllm:request_generation_tokens`` are histograms of each
+  finished request's tokens (vLLM's buckets run 1, 2, 5, 10, ... to the model's length; the
+  fleet's are powers of two, which leave ``_sum`` and ``_count`` the same).
 - **TGI** (text-generation-inference router): histograms ``tgi_request_duration``,
   ``tgi_request_queue_duration``, ``tgi_request_mean_time_per_token_duration``,
   ``tgi_request_generated_tokens``, ``tgi_request_input_length``; counters without a ``_total``
@@ -99,6 +102,12 @@ def _vllm(pods: Sequence[ServedPod], model: str) -> Iterator[Metric]:
     success = CounterMetricFamily(
         "vllm:request_success", "Finished requests.", labels=[*labels, "finished_reason"]
     )
+    prompt_per_request = HistogramRows(
+        "vllm:request_prompt_tokens", "Number of prefill tokens processed.", labels=labels
+    )
+    generated_per_request = HistogramRows(
+        "vllm:request_generation_tokens", "Number of generation tokens processed.", labels=labels
+    )
     prompt = CounterMetricFamily("vllm:prompt_tokens", "Prefill tokens.", labels=labels)
     generation = CounterMetricFamily("vllm:generation_tokens", "Generated tokens.", labels=labels)
     running = GaugeMetricFamily("vllm:num_requests_running", "Requests running.", labels=labels)
@@ -113,6 +122,8 @@ def _vllm(pods: Sequence[ServedPod], model: str) -> Iterator[Metric]:
         key = [counters.namespace, pod.name, model, "0"]
         _add_histogram(e2e, key, counters.e2e)
         _add_histogram(ttft, key, counters.ttft)
+        _add_histogram(prompt_per_request, key, counters.prompt_per_request)
+        _add_histogram(generated_per_request, key, counters.generated_per_request)
         if shape.inter_token_latency:
             _add_histogram(itl, key, counters.itl)
         if shape.time_per_output_token:
@@ -132,7 +143,8 @@ def _vllm(pods: Sequence[ServedPod], model: str) -> Iterator[Metric]:
                 http.add_metric([*where, "2xx"], counters.succeeded)
             if counters.failed > 0:
                 http.add_metric([*where, "5xx"], counters.failed)
-    yield from (e2e, ttft, itl, tpot, success, prompt, generation, running, waiting, http)
+    yield from (e2e, ttft, itl, tpot, prompt_per_request, generated_per_request, success, prompt,
+                generation, running, waiting, http)  # fmt: skip
 
 
 def _tgi(pods: Sequence[ServedPod]) -> Iterator[Metric]:

@@ -197,6 +197,9 @@ _VLLM = {
     "request_rate": _rate("vllm:request_success_total"),
     SCRAPES_METRIC: _scrapes("vllm:request_success_total"),
     "token_rate": _rate("vllm:generation_tokens_total"),
+    # Per finished request (vllm/v1/metrics/loggers.py: "Number of prefill tokens processed.").
+    "prompt_tokens_mean": _mean("vllm:request_prompt_tokens"),
+    "generated_tokens_mean": _mean("vllm:request_generation_tokens"),
     # vLLM's OpenAI server counts responses by status class (prometheus-fastapi-instrumentator);
     # releases before spring 2025 export no http_requests_total: empty, so Inconclusive.
     "error_ratio": _zero_if_absent(_rate("http_requests_total", 'status=~"5.."'))
@@ -212,6 +215,8 @@ _TGI = {
     "request_rate": _rate("tgi_request_success"),
     SCRAPES_METRIC: _scrapes("tgi_request_success"),
     "token_rate": _rate("tgi_request_generated_tokens_sum"),
+    "prompt_tokens_mean": _mean("tgi_request_input_length"),
+    "generated_tokens_mean": _mean("tgi_request_generated_tokens"),
     # Failures over finished requests (tgi_request_count also counts requests still running).
     "error_ratio": f"{_TGI_FAILURES} / ({_rate('tgi_request_success')} + {_TGI_FAILURES})",
 }

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.realplane.binaries import binaries_available
 from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from acceltrial_testbed.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO, TOOLS_BIN, environ_with
@@ -91,10 +92,11 @@ BACKENDS = (
     ["emulator", "real"]
     if os.environ.get("ACCELTRIAL_E2E_REAL") == "1"
     else ["real"]
-    if os.environ.get("CI")
+    if os.environ.get("CI") or binaries_available()
     else ["emulator"]
 )
-"""CI (CI=1): the real control plane; elsewhere the emulator (no build needed), both with
+"""The real control plane when it is built (always in CI): the operator's end-to-end tests run
+on one Kubernetes, the one users have; the emulator only on a machine without Go; both with
 ACCELTRIAL_E2E_REAL=1."""
 
 

@@ -120,6 +120,18 @@ def test_a_name_too_long_for_the_candidates_service_is_refused(with_crd: Api) ->
     assert with_crd.post(TRIALS, mutate(["metadata", "name"], "a" * 53)).status == 201
 
 
+@pytest.mark.parametrize("name", ["Llama3-Inf2", "3llama", "llama.v2"])
+def test_a_name_no_service_could_be_derived_from_is_refused(with_crd: Api, name: str) -> None:
+    """Upper case the API server refuses itself (an RFC 1123 subdomain is lower-case); a
+    leading digit or a dot it takes for a resource's name, but not for the candidate's Service,
+    so the CRD's root rule refuses them at admission, as ``acceltrial validate`` does."""
+    reply = with_crd.post(TRIALS, mutate(["metadata", "name"], name))
+    assert reply.status == 422, reply.body
+    causes = reply.body["details"]["causes"]
+    assert {cause["field"] for cause in causes} == {"metadata.name"}
+    assert any("a DNS label starting with a letter" in c["message"] for c in causes), causes
+
+
 def test_updates_are_validated_too(with_crd: Api) -> None:
     """Validation runs on every write, so a patch making a valid object invalid answers 422
     and changes nothing."""

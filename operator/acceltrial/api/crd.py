@@ -157,10 +157,22 @@ def _model_schema(model: type[TrialSpec] | type[TrialStatus]) -> Schema:
 
 
 MAX_TRIAL_NAME = 63 - len("-candidate")
+DNS_1035_LABEL = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+"""A Service's name (RFC 1035 label): what the trial's own name must be for the Services it
+creates from it; stricter than the RFC 1123 subdomain the API server asks of a resource's."""
 NAME_LENGTH_RULE = cel(
     f"!has(self.metadata.name) || size(self.metadata.name) <= {MAX_TRIAL_NAME}",
     f"at most {MAX_TRIAL_NAME} characters: the candidate's Service is named <trial>-candidate, "
     "and a Service name is a DNS label of at most 63; choose a shorter name",
+    field_path=".metadata.name",
+)
+
+
+NAME_FORMAT_RULE = cel(
+    f"!has(self.metadata.name) || self.metadata.name.matches('{DNS_1035_LABEL}')",
+    "a DNS label starting with a letter (lower-case letters, digits and '-', e.g. llama3-inf2): "
+    "the API server takes lower-case names only, and the candidate's Service, named "
+    "<trial>-candidate, must start with a letter",
     field_path=".metadata.name",
 )
 
@@ -180,7 +192,7 @@ def shared_open_api_schema() -> Schema:
         "then the candidate is promoted or rolled back.",
         "type": "object",
         "required": ["spec"],
-        CEL_RULES_KEY: [NAME_LENGTH_RULE],
+        CEL_RULES_KEY: [NAME_LENGTH_RULE, NAME_FORMAT_RULE],
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},

@@ -9,9 +9,9 @@ theirs:
 - the concurrency doubles from ``start`` while every stair meets the SLO and the goodput (the
   successful requests per second) still grows;
 - a stair that breaks the SLO (a latency percentile above its limit: ``slo``; the error ratio
-  above its limit: ``errors``) ends the doubling, and the concurrency is then bisected between
-  the last stair within the SLO and the first beyond it, while the two lie more than
-  :data:`RESOLUTION` apart (a knee found to within an eighth);
+  above its limit beyond chance, :data:`ERROR_ALPHA`: ``errors``) ends the doubling, and the
+  concurrency is then bisected between the last stair within the SLO and the first beyond
+  it, while the two lie more than :data:`RESOLUTION` apart (a knee found to within an eighth);
 - a doubling that adds less than :data:`FLAT_GAIN` to the best goodput so far ends it too:
   ``flat``, as Inference Recommender's ``FlatInvocations`` stops when invocations stop rising;
 - the sweep's time (``maxDuration``) or its concurrency bound ends it: ``maxDuration``,
@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from acceltrial.engine.economics import Comparison
+from acceltrial.engine.evidence import error_ratio_p_value
 
 StopReason = Literal["slo", "errors", "flat", "maxDuration", "maxConcurrency"]
 FLAT_GAIN = 0.1
 """A doubling that raises the best goodput by less than this share is flat."""
+ERROR_ALPHA = 0.05
+"""A stair breaks ``slo.errorRatio`` only when its errors are beyond chance at this level."""
 RESOLUTION = 1 / 8
 """Bisection ends once the last good and first broken concurrency are this close (relative)."""
 
@@ -65,8 +68,9 @@ class Stair:
     """When its measured span began (seconds since the epoch): to read the pods' utilization
     over it."""
     throughput: float | None = None
-    """Requests per second that began in the measured span, each followed to its answer
-    (successful or not); None: the answers counted over ``seconds`` stand."""
+    """Requests per second the clients asked in the measured span (their number over the mean
+    of each request's latency plus its client's time before it), failed ones included; None:
+    the answers counted over ``seconds`` stand."""
 
     @property
     def ended(self) -> float | None:
@@ -118,9 +122,18 @@ def breach(stair: Stair, slo: Slo) -> tuple[StopReason, str] | None:
         return "errors", f"no request finished at concurrency {stair.concurrency}"
     if stair.succeeded == 0:
         return "errors", f"every request failed at concurrency {stair.concurrency}"
-    if slo.error_ratio is not None and ratio > slo.error_ratio:
+    total = stair.succeeded + stair.failed
+    limit = slo.error_ratio
+    # Beyond chance only: one failure among a low stair's dozen requests reads 8% against a 1%
+    # limit from a server that fails one in a thousand (the exact one-sided binomial test).
+    if (
+        limit is not None
+        and ratio > limit
+        and error_ratio_p_value(stair.failed, total, limit) < (ERROR_ALPHA)
+    ):
         return "errors", (
-            f"error ratio {ratio:.3g} above {slo.error_ratio:g} at concurrency {stair.concurrency}"
+            f"error ratio {ratio:.3g} above {limit:g} at concurrency {stair.concurrency} "
+            f"({stair.failed} of {total} requests)"
         )
     for name, value, limit in (
         ("latency p99", stair.latency_p99, slo.latency_p99),

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.client import HTTPException
 
 import numpy as np
 
@@ -30,7 +31,14 @@ from acceltrial.engine.capacity_sweep import Bounds, Slo, Stair, SweepOutcome, n
 from acceltrial.providers.quality.openai import AnswerError, Generated, OpenAiClient, Unreachable
 
 WARM_UP_SHARE = 0.25
-"""Share of a stair before requests count."""
+"""Share of a stair before requests may count."""
+WARM_UP_REQUESTS = 1
+"""Requests every client has had answered before the stair's requests count. Every client
+starts at once onto an empty queue; until the queue has filled, requests are answered faster
+than the server can keep up with, and a pod of 20 requests/s read 24 to 33."""
+MIN_CYCLES = 3
+"""A stair's measured span holds at least this many mean latencies: it lasts longer than
+``stairDuration`` when its requests are slow (within the sweep's bound)."""
 PROMPT_WORD = "hello "
 """A word the usual tokenizers read as one token: a prompt of N tokens is N of them."""
 
@@ -59,6 +67,11 @@ class _Finished:
     token_gaps: list[float] = field(default_factory=list)
     failed: int = 0
     tokens: float = 0.0
+    answered: list[float] = field(default_factory=list)
+    """The latency of every answer, counted or not (how long the stair must last)."""
+    cycles: list[float] = field(default_factory=list)
+    """Each request's latency plus the time its client took before sending it (all requests,
+    failed ones too)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, seconds: float, answer: Generated) -> None:
@@ -70,46 +83,84 @@ class _Finished:
             self.token_gaps.append(answer.token_gap_seconds)
 
 
+@dataclass
+class _Warming:
+    """When a stair's requests start to count: once every client has had
+    :data:`WARM_UP_REQUESTS` answered, and not before its warm-up share."""
+
+    earliest: float
+    answered: list[int]
+    since: float | None = None
+
+    def note(self, client: int, now: float) -> None:
+        """Client ``client`` had one more request answered at ``now``."""
+        self.answered[client] += 1
+        ready = min(self.answered) >= WARM_UP_REQUESTS and now >= self.earliest
+        if self.since is None and ready:
+            self.since = now
+
+
 def run_stair(
     client: OpenAiClient,
     shape: LoadShape,
     concurrency: int,
     seconds: float,
     *,
+    longest: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
     stop: threading.Event | None = None,
 ) -> Stair:
-    """``concurrency`` closed-loop clients for ``seconds``; the stair as measured."""
-    start, began = clock(), wall() + seconds * WARM_UP_SHARE
-    counted_from, end = start + seconds * WARM_UP_SHARE, start + seconds
+    """``concurrency`` closed-loop clients; the stair as measured: the requests that began once
+    its queue had filled (:class:`_Warming`), over the rest of ``seconds`` or longer while that
+    span holds fewer than :data:`MIN_CYCLES` mean latencies (``longest`` in all, at most)."""
+    start, started_wall = clock(), wall()
+    cap = start + max(seconds, longest if longest is not None else seconds)
+    warming = _Warming(start + seconds * WARM_UP_SHARE, [0] * concurrency)
     finished = _Finished()
 
-    def one_client() -> None:
-        while clock() < end and not (stop is not None and stop.is_set()):
+    def end() -> float:
+        with finished.lock:
+            since, answered = warming.since, finished.answered
+            mean = sum(answered) / len(answered) if answered else 0.0
+        if since is None:
+            return cap
+        measured = max(seconds * (1 - WARM_UP_SHARE), MIN_CYCLES * mean)
+        return min(cap, since + measured)
+
+    def one_client(index: int) -> None:
+        done = start
+        while clock() < end() and not (stop is not None and stop.is_set()):
             sent = clock()
+            gap = sent - done
+            with finished.lock:
+                counted = warming.since is not None and sent >= warming.since
             try:
                 answer = client.generate(shape.prompt, shape.generated_tokens, shape.stream)
-            except AnswerError:
-                answer = None
+            except (AnswerError, OSError, HTTPException):
+                answer = None  # a connection reset mid-answer under load is a failed request
             done = clock()
-            # Counted by when it began: a request still running when the stair ends is a slow
-            # one, and leaving it out would make the stair look faster than it was.
-            if not counted_from <= sent < end:
-                continue
             with finished.lock:
+                finished.answered.append(done - sent)
+                warming.note(index, done)
+                # Counted by when it began: a request still running when the stair ends is a
+                # slow one, and leaving it out would make the stair look faster than it was.
+                if not counted:
+                    continue
+                finished.cycles.append(gap + done - sent)
                 if answer is not None:
                     finished.add(done - sent, answer)
                 else:
                     finished.failed += 1
 
-    clients = [threading.Thread(target=one_client, daemon=True, name=f"load-{i}")
+    clients = [threading.Thread(target=one_client, args=(i,), daemon=True, name=f"load-{i}")
                for i in range(concurrency)]  # fmt: skip
     for thread in clients:
         thread.start()
     for thread in clients:
         thread.join()
-    return _stair(concurrency, end - counted_from, finished, began)
+    since = warming.since if warming.since is not None else clock()
+    return _stair(concurrency, max(0.0, end() - since), finished, started_wall + since - start)
 
 
 def _stair(concurrency: int, seconds: float, finished: _Finished, began: float) -> Stair:
@@ -117,11 +168,14 @@ def _stair(concurrency: int, seconds: float, finished: _Finished, began: float) 
     p50 = p99 = None
     if latencies.size:
         p50, p99 = (float(v) for v in np.quantile(latencies, [0.5, 0.99]))
-    # The rate requests began in the measured span: what the server was really asked, however
-    # long the clients took between requests (on a busy machine the concurrency over the mean
-    # latency, Little's law, read 31 requests/s from a pod that serves 20).
-    count = latencies.size + finished.failed
-    throughput = count / seconds if count and seconds > 0 else None
+    # The interactive response time law: N closed-loop clients, each taking R (the latency) plus
+    # Z (its own time between requests) per request, ask X = N / (R + Z). Z is measured: on a
+    # busy machine the clients pause, and N / R (Little's law) read 31 requests/s from a pod
+    # that serves 20. Counting the requests that began in the span instead depends on where
+    # the span cuts the clients' waves: 19 for a pod of 16 with 64 clients of 3.4 s each in a
+    # 3.75 s span.
+    cycles = finished.cycles
+    throughput = concurrency / (sum(cycles) / len(cycles)) if cycles and sum(cycles) > 0 else None
     return Stair(
         concurrency=concurrency,
         seconds=seconds,
@@ -176,6 +230,12 @@ def sweep(
             )
         stairs.append(
             run_stair(
-                client, shape, planned.concurrency, bounds.stair_seconds, clock=clock, stop=stop
+                client,
+                shape,
+                planned.concurrency,
+                bounds.stair_seconds,
+                longest=bounds.max_seconds - (clock() - began),
+                clock=clock,
+                stop=stop,
             )
         )

@@ -4,7 +4,8 @@
 # (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok, which plays the kubelet), and puts the
 # Gateway API standard-channel CRDs (sigs.k8s.io/gateway-api) and the Inference Extension's v1
 # InferencePool CRD (sigs.k8s.io/gateway-api-inference-extension) into .tools/share/gateway-api and
-# kwok's stages (how nodes and pods move through their lifecycle) into .tools/share/kwok.
+# kwok's stages (how nodes and pods move through their lifecycle) and its Logs CRD (pod logs) into
+# .tools/share/kwok.
 #
 # Everything comes from the Go module proxy through the ordinary `go` command; the versions are
 # those pinned by the wrapper modules in testbed/controlplane (dependency declarations only).
@@ -35,7 +36,7 @@ all_built=true
 for name in "${binaries[@]}"; do
   [ -x "$bin/$name" ] || all_built=false
 done
-if $all_built && [ -f "$share/gateway-api/$POOL_CRD" ] && [ -f "$share/kwok/stages.yaml" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
+if $all_built && [ -f "$share/gateway-api/$POOL_CRD" ] && [ -f "$share/kwok/stages.yaml" ] && [ -f "$share/kwok/logs-crd.yaml" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
   exit 0
 fi
 mkdir -p "$bin" "$share"
@@ -73,6 +74,9 @@ for stage in "$kwok_dir"/kustomize/stage/{node/fast,node/heartbeat-with-lease,po
   echo "---"
   cat "$stage"
 done >"$share/kwok/stages.yaml"
+# kwok's Logs kind: its kubelet server serves a pod's log from the file a Logs object names
+cp "$kwok_dir/kustomize/crd/bases/kwok.x-k8s.io_logs.yaml" "$share/kwok/logs-crd.yaml"
+chmod u+w "$share/kwok/logs-crd.yaml"
 
 echo "control-plane: Gateway API $GATEWAY_API_VERSION standard-channel CRDs"
 # outside any module: a download only (checked against the checksum database), no go.mod edit

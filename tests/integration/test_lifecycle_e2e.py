@@ -9,6 +9,7 @@ untouched."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -105,10 +106,19 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The emulator, then the real control plane (kube-apiserver, etcd, the controllers and
     kwok; the CRD is posted by ``api`` as on the emulator)."""
     # The default topology, with node groups large enough for every test's trial at once.
+    with backend_of(request.param, nodes_per_group=32) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def backend_of(name: str, nodes_per_group: int) -> Iterator[Backend]:
+    """A control plane of the default topology with ``nodes_per_group`` nodes in each group
+    (at least): ``real`` or the emulator."""
     default = load_topology()
-    groups = [g.model_copy(update={"count": max(g.count, 32)}) for g in default.node_groups]
+    groups = [g.model_copy(update={"count": max(g.count, nodes_per_group)})
+              for g in default.node_groups]  # fmt: skip
     topology = Topology(nodeGroups=groups)
-    if request.param == "real":
+    if name == "real":
         require_real_control_plane()
         with RealControlPlane(topology=topology, acceleratortrial_crd=False) as plane:
             yield plane

@@ -1,5 +1,6 @@
 """Neuron preflight and the compile gate end to end: `kopf run -m acceltrial.handlers` against the
-sandbox, with a real Prometheus scraping the simulated fleet.
+real control plane when it is built (else the emulator), with a real Prometheus scraping the
+simulated fleet.
 
 A model too large for the candidate's accelerator memory ends the trial Failed with the numbers,
 compiled artifacts missing from S3 (moto in server mode) with the URI; a compile Job that fails
@@ -20,21 +21,23 @@ import yaml
 from botocore.session import Session
 from moto.server import ThreadedMotoServer
 
-from acceltrial_testbed.sandbox.cluster import Sandbox
-from acceltrial_testbed.sandbox.topology import Topology, load_topology
 from tests.conftest import REPO
+from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, serving
 from tests.integration.test_lifecycle_e2e import (
+    BACKENDS,
     CRDS,
     ROUTE,
+    backend_of,
     backend_refs,
     candidate_exists,
+    on_backend_of,
     start,
     start_operator,
     wait_for,
 )
-from tests.sandbox.conftest import Api, why
+from tests.sandbox.conftest import Api, Backend, why
 from tests.together import Batch, start_together, together
 
 pytestmark = pytest.mark.slow
@@ -65,26 +68,26 @@ def compile_spec(exit_code: int, log: str) -> dict[str, Any]:
                          "spec": {"containers": [container]}}, "timeout": "60s"}  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Sandbox]:
-    default = load_topology()
-    groups = [g.model_copy(update={"count": max(g.count, 8)}) for g in default.node_groups]
-    with Sandbox(ready_delay=0.2, topology=Topology(nodeGroups=groups)) as sandbox:
-        yield sandbox
+@pytest.fixture(scope="module", params=BACKENDS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The real control plane when built (the compile Job's log served by kwok's kubelet
+    server), else the emulator; both with ACCELTRIAL_E2E_REAL=1."""
+    with backend_of(request.param, nodes_per_group=8) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
-def api(cluster: Sandbox) -> Api:
-    api = Api(cluster.url)
+def api(cluster: Backend) -> Api:
+    api = Api.to(cluster.access)
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
     assert api.post(CRDS, crd).status == 201
     return api
 
 
 @pytest.fixture(scope="module")
-def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def prometheus_url(cluster: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("prom") / "data"
-    with serving(cluster.url, PROFILES) as scrape, running_prometheus(data, scrape) as url:
+    with serving(cluster.access, PROFILES) as scrape, running_prometheus(data, scrape) as url:
         yield url
 
 
@@ -113,14 +116,14 @@ def s3() -> Iterator[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def operator(
-    cluster: Sandbox, api: Api, s3: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    cluster: Backend, api: Api, s3: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
+    # On the real control plane: the chart's ServiceAccount with exactly the chart's RBAC.
+    identity = operator_kubeconfig(cluster, tmp_path_factory.mktemp("identity"))
     with pytest.MonkeyPatch.context() as patch:
         for name, value in s3.items():
             patch.setitem(os.environ, name, value)  # the operator's AWS settings, as IRSA's
-        process = start_operator(
-            cluster.kubeconfig, tmp_path_factory.mktemp("operator"), *NAMESPACES
-        )
+        process = start_operator(identity, tmp_path_factory.mktemp("operator"), *NAMESPACES)
     try:
         yield
     finally:
@@ -130,11 +133,17 @@ def operator(
 
 @pytest.fixture(scope="module")
 def together_batch(
-    request: pytest.FixtureRequest, api: Api, prometheus_url: str, operator: None
+    request: pytest.FixtureRequest,
+    cluster: Backend,
+    api: Api,
+    prometheus_url: str,
+    operator: None,
 ) -> Iterator[Batch]:
-    """Each test drives a trial in a namespace of its own: they run at once (tests/together.py)."""
-    shared = {"api": api, "prometheus_url": prometheus_url, "operator": operator}
-    with start_together(request, shared) as batch:
+    """Each test drives a trial in a namespace of its own: they run at once (tests/together.py),
+    on the backend of this module's parameter."""
+    shared = {"cluster": cluster, "api": api, "prometheus_url": prometheus_url,
+              "operator": operator}  # fmt: skip
+    with start_together(request, shared, in_group=on_backend_of(cluster)) as batch:
         yield batch
 
 

@@ -1,8 +1,9 @@
 """Contract: a Job runs its pod to the end as the real Job controller and kubelet would, as far
 as the compile gate observes it (batch/v1 Job conditions and counts, the pod's labels and phase);
 the pod ends as its template's sandbox.acceltrial.dev/exit-code annotation says, on the emulator
-(sandbox/jobs.py) and on the real control plane (kwok-job-stages.yaml). Only the emulator serves
-the pod's log (the ``log`` annotation) and honours ``run-seconds``; kwok ends the pod after 1 s."""
+(sandbox/jobs.py) and on the real control plane (kwok-job-stages.yaml). Both serve the pod's log
+(the ``log`` annotation; on the real plane through kwok's kubelet server); only the emulator
+honours ``run-seconds``: kwok ends the pod after 1 s."""
 
 from __future__ import annotations
 
@@ -84,8 +85,9 @@ def test_a_failing_pod_fails_the_job_past_its_backoff_limit(api: Api) -> None:
     assert (terminated["exitCode"], terminated["reason"]) == (70, "Error")
 
 
-@pytest.mark.emulator_only  # kwok serves no container logs
 def test_a_job_pod_log_is_its_log_annotation(api: Api) -> None:
+    """On the real plane kube-apiserver proxies the request to kwok's kubelet server, which
+    serves the file the test bed wrote from the annotation (realplane/pod_logs.py)."""
     log = "line 1\nline 2\nERROR: unsupported operator"
     assert api.post(JOBS, job("logged", 70, log)).status == 201
     ended(api, "logged")

@@ -47,6 +47,13 @@ class Binaries:
         return self.share / "kwok" / "stages.yaml"
 
     @property
+    def kwok_logs_crd(self) -> Path | None:
+        """kwok's ``Logs`` CRD (how its kubelet server finds a pod's log file); None in a build
+        made before it was copied (the plane then serves no pod logs)."""
+        path = self.share / "kwok" / "logs-crd.yaml"
+        return path if path.is_file() else None
+
+    @property
     def gateway_api_crds(self) -> list[Path]:
         found = (self.share / "gateway-api" / name for name in SERVED_CRDS)
         return [path for path in found if path.is_file()]

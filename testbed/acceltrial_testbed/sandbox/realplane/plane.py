@@ -34,6 +34,11 @@ from acceltrial_testbed.sandbox.realplane.accounts import write_service_account_
 from acceltrial_testbed.sandbox.realplane.binaries import Binaries, find_binaries
 from acceltrial_testbed.sandbox.realplane.client import AdminClient, ApiError
 from acceltrial_testbed.sandbox.realplane.pki import Certificates, issue_certificates
+from acceltrial_testbed.sandbox.realplane.pod_logs import (
+    KUBELET_ADDRESS_TYPES,
+    PodLogs,
+    node_addresses,
+)
 from acceltrial_testbed.sandbox.realplane.processes import Component, StartError, start, wait_until
 from acceltrial_testbed.sandbox.realplane.provisioning import RealPlaneProvisioning
 from acceltrial_testbed.sandbox.realplane.reset import Snapshot, reset, snapshot
@@ -88,6 +93,9 @@ class RealControlPlane:
         self.kubeconfig = kubeconfig or self.data_dir / "kubeconfig"
         atexit.register(self.stop)  # also removes the data directory if never started
         self.port = 0
+        self.kubelet_port = 0
+        """kwok's kubelet API (pod logs), when the build serves them."""
+        self._pod_logs: PodLogs | None = None
         self.components: list[Component] = []
         self.start_seconds = 0.0
 
@@ -131,6 +139,9 @@ class RealControlPlane:
         client = AdminClient(self.url, certificates)
         self._wait(apiserver, lambda: client.ok("/readyz"), "ready")
         self._create_nodes(client)
+        if self.binaries.kwok_logs_crd is not None:
+            self.kubelet_port = free_port()
+            self._create_crds(client, [yaml.safe_load(self.binaries.kwok_logs_crd.read_text())])
         controller_manager = self._launch(
             "kube-controller-manager", self._controller_manager_command(admin, certificates)
         )
@@ -138,6 +149,8 @@ class RealControlPlane:
         kwok = self._launch("kwok", self._kwok_command(admin))
         self._install_crds(client)
         self._wait(kwok, lambda: _nodes_running(client, self.topology), "keeping the Nodes Ready")
+        if self.kubelet_port:
+            self._pod_logs = PodLogs(client, self.data_dir / "pod-logs").start()
         provisioning = RealPlaneProvisioning(client, self.topology)
         if provisioning.needed:  # NodePools or managed node groups: capacity that comes later
             self._provisioning = provisioning.start()
@@ -215,6 +228,7 @@ class RealControlPlane:
             "--endpoint-reconciler-type=none",  # no kube-proxy: the kubernetes Service is moot
             "--profiling=false",
             *self._audit_flags(),
+            KUBELET_ADDRESS_TYPES,
         ]
 
     def _audit_flags(self) -> list[str]:
@@ -262,6 +276,19 @@ class RealControlPlane:
             f"--config={self.binaries.kwok_stages}",
             f"--config={KWOK_JOB_STAGES}",
             "--manage-all-nodes=true",
+            *self._kubelet_flags(),
+        ]
+
+    def _kubelet_flags(self) -> list[str]:
+        """kwok's kubelet API on the loopback (see .pod_logs), when the build serves pod logs."""
+        if not self.kubelet_port or self.certificates is None:
+            return []
+        return [
+            f"--server-address=127.0.0.1:{self.kubelet_port}",
+            f"--node-port={self.kubelet_port}",
+            f"--tls-cert-file={self.certificates.serving_cert}",
+            f"--tls-private-key-file={self.certificates.serving_key}",
+            "--enable-crds=Logs",
         ]
 
     def _create_nodes(self, client: AdminClient) -> None:
@@ -270,9 +297,9 @@ class RealControlPlane:
         for node in nodes(self.topology):
             status = node.pop("status")
             status.pop("conditions", None)
-            # kwok fills in addresses unless both kinds a kubelet reports are there
-            hostname = {"type": "Hostname", "address": node["metadata"]["name"]}
-            status["addresses"] = [*status.get("addresses", []), hostname]
+            status["addresses"] = node_addresses(
+                status.get("addresses", []), node["metadata"]["name"]
+            )
             client.create("/api/v1/nodes", node)
             name = node["metadata"]["name"]
             client.merge_patch(f"/api/v1/nodes/{name}/status", {"status": status})
@@ -283,6 +310,10 @@ class RealControlPlane:
             # libyaml's loader: the pure-Python one spent 1.2 CPU-seconds of every plane's start
             # on these 1.2 MB of CRDs.
             definitions.extend(d for d in yaml.load_all(path.read_text(), Loader=SAFE_LOADER) if d)
+        self._create_crds(client, definitions)
+
+    def _create_crds(self, client: AdminClient, definitions: list[dict[str, Any]]) -> None:
+        """Create ``definitions`` and wait until each kind is served."""
         for definition in definitions:
             client.create(CRDS, definition)
         for definition in definitions:
@@ -300,6 +331,9 @@ class RealControlPlane:
     def stop(self) -> None:
         """Stop every component, newest first, and remove the data directory."""
         atexit.unregister(self.stop)
+        if self._pod_logs is not None:
+            self._pod_logs.stop()
+            self._pod_logs = None
         if self._provisioning is not None:
             self._provisioning.stop()
             self._provisioning, self.eks = None, None

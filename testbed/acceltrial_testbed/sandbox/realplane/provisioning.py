@@ -21,6 +21,7 @@ from acceltrial_testbed.sandbox.provisioner import (
 )
 from acceltrial_testbed.sandbox.realplane.client import AdminClient
 from acceltrial_testbed.sandbox.realplane.client import ApiError as ClientError
+from acceltrial_testbed.sandbox.realplane.pod_logs import node_addresses
 from acceltrial_testbed.sandbox.topology import Topology
 
 Object = dict[str, Any]
@@ -43,9 +44,7 @@ class ApiObjects:
     def create_node(self, node: Object) -> None:
         status = dict(node["status"])
         status.pop("conditions", None)
-        # kwok fills in addresses unless both kinds a kubelet reports are there
-        hostname = {"type": "Hostname", "address": node["metadata"]["name"]}
-        status["addresses"] = [*status.get("addresses", []), hostname]
+        status["addresses"] = node_addresses(status.get("addresses", []), node["metadata"]["name"])
         body = {k: v for k, v in node.items() if k != "status"}
         self._call("POST", "/api/v1/nodes", body)
         name = node["metadata"]["name"]

@@ -1,0 +1,102 @@
+"""Pod logs on the real control plane: ``pods/<name>/log`` answered as a kubelet answers it.
+
+kube-apiserver proxies a log request to the node's kubelet; here kwok plays that kubelet's
+server too (``--server-address``, with the plane's serving certificate), and serves a pod's log
+from a file named by a kwok ``Logs`` object (kwok.x-k8s.io/v1alpha1, named like the pod). Every
+Node gets an ``ExternalIP`` of 127.0.0.1 beside its simulated InternalIP, and the API server
+prefers it (``--kubelet-preferred-address-types=ExternalIP``), so it reaches kwok on the
+loopback while pods keep their nodes' addresses.
+
+What a pod prints is the test bed's ``sandbox.acceltrial.dev/log`` annotation, as on the
+emulator (sandbox/jobs.py): :class:`PodLogs` finds the pods of Jobs that carry it, writes it to a
+file in the CRI log format (``<time> stdout F <line>``, what kwok reads, as a kubelet does) and
+creates the pod's ``Logs``. Only Jobs' pods are looked at (a label selector), every
+:data:`POLL_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acceltrial_testbed.sandbox.jobs import LOG
+from acceltrial_testbed.sandbox.realplane.client import AdminClient, ApiError
+
+KUBELET_ADDRESS = {"type": "ExternalIP", "address": "127.0.0.1"}
+"""Where the API server reaches each Node's kubelet API (kwok's server)."""
+KUBELET_ADDRESS_TYPES = "--kubelet-preferred-address-types=ExternalIP"
+LOGS = "/apis/kwok.x-k8s.io/v1alpha1/namespaces/{}/logs"
+JOB_PODS = "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name"
+POLL_SECONDS = 1.0
+
+
+def node_addresses(addresses: list[dict[str, str]], name: str) -> list[dict[str, str]]:
+    """A simulated Node's addresses as the plane registers it: its own, the Hostname a kubelet
+    reports (kwok fills in addresses unless both kinds are there) and :data:`KUBELET_ADDRESS`."""
+    return [*addresses, {"type": "Hostname", "address": name}, dict(KUBELET_ADDRESS)]
+
+
+def cri_lines(text: str, at: datetime) -> str:
+    """``text`` as a container runtime writes a container's stdout, line by line."""
+    stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return "".join(f"{stamp} stdout F {line}\n" for line in text.splitlines())
+
+
+class PodLogs:
+    """Gives each Job pod that carries a log annotation its log, until stopped."""
+
+    def __init__(self, client: AdminClient, directory: Path) -> None:
+        self.client = client
+        self.directory = directory
+        self._served: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pod-logs", daemon=True)
+
+    def start(self) -> PodLogs:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self.serve_new()
+            except (ApiError, OSError):
+                continue  # the API server restarting or stopping: asked again next time
+
+    def serve_new(self) -> None:
+        """Serve the log of each Job pod with a log annotation not served yet."""
+        listed = self.client.get(JOB_PODS)
+        for pod in listed.get("items") or []:
+            meta = pod["metadata"]
+            uid = meta["uid"]
+            text = (meta.get("annotations") or {}).get(LOG)
+            if uid in self._served or text is None:
+                continue
+            try:
+                self._serve(pod, str(text))
+            except ApiError as error:
+                # 409: served before; 403/404: its namespace is going. Else: again next time.
+                if error.status not in (403, 404, 409):
+                    continue
+            self._served.add(uid)
+
+    def _serve(self, pod: dict[str, Any], text: str) -> None:
+        meta = pod["metadata"]
+        path = self.directory / f"{meta['namespace']}_{meta['name']}_{meta['uid']}.log"
+        created = datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
+        path.write_text(cri_lines(text, created), encoding="utf-8")
+        containers = [c["name"] for c in pod["spec"]["containers"]]
+        body = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Logs",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "spec": {"logs": [{"containers": containers, "logsFile": str(path)}]},
+        }
+        self.client.create(LOGS.format(meta["namespace"]), body)

@@ -7,9 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 TOOLS := .tools/bin
-CRD_FILE := crds/acceltrial.dev_acceleratortrials.yaml
+# One CRD per kind: AcceleratorTrial and TrainingTrial.
+CRD_KINDS := AcceleratorTrial:acceleratortrials TrainingTrial:trainingtrials
 CHART := charts/acceltrial
-CHART_CRD := $(CHART)/files/crds/acceltrial.dev_acceleratortrials.yaml
+CHART_CRDS := $(CHART)/files/crds
 PYTEST_ARGS ?=
 JUNIT_DIR ?=
 # Two tiers, every directory of tests/ in exactly one (tests/unit/test_test_tiers.py checks it):
@@ -76,23 +77,32 @@ contracts: $(INSTALLED) ## Check the layering contracts with import-linter.
 	$(BIN)/lint-imports
 
 crds: $(INSTALLED) ## Regenerate crds/ and the chart's copy from the API models.
-	$(BIN)/acceltrial crd > $(CRD_FILE)
-	@mkdir -p $(dir $(CHART_CRD))
-	cp $(CRD_FILE) $(CHART_CRD)
+	@mkdir -p $(CHART_CRDS)
+	@for pair in $(CRD_KINDS); do \
+		file=acceltrial.dev_$${pair#*:}.yaml; \
+		$(BIN)/acceltrial crd --kind $${pair%%:*} > crds/$$file && cp crds/$$file $(CHART_CRDS)/$$file \
+			&& echo "crds/$$file and its chart copy"; \
+	done
 
 verify-crds: $(INSTALLED) ## Fail if crds/ or the chart's copy differ from the API models.
-	@$(BIN)/acceltrial crd | diff -u $(CRD_FILE) - || \
-		{ echo "crds/ is stale: run 'make crds' and commit the result" >&2; exit 1; }
-	@diff -u $(CRD_FILE) $(CHART_CRD) || \
-		{ echo "the chart's CRD copy is stale: run 'make crds'" >&2; exit 1; }
+	@for pair in $(CRD_KINDS); do \
+		file=acceltrial.dev_$${pair#*:}.yaml; \
+		$(BIN)/acceltrial crd --kind $${pair%%:*} | diff -u crds/$$file - || \
+			{ echo "crds/$$file is stale: run 'make crds' and commit the result" >&2; exit 1; }; \
+		diff -u crds/$$file $(CHART_CRDS)/$$file || \
+			{ echo "the chart's copy of $$file is stale: run 'make crds'" >&2; exit 1; }; \
+	done
 	@echo "CRDs match the models"
 
-api-docs: $(INSTALLED) ## Regenerate docs/api.md (the API reference) from the models.
+api-docs: $(INSTALLED) ## Regenerate docs/api.md and docs/api-training.md (the API references) from the models.
 	$(BIN)/python -m acceltrial.api.reference > docs/api.md
+	$(BIN)/python -m acceltrial.api.reference TrainingTrial > docs/api-training.md
 
-verify-api-docs: $(INSTALLED) ## Fail if docs/api.md differs from the models.
+verify-api-docs: $(INSTALLED) ## Fail if docs/api.md or docs/api-training.md differ from the models.
 	@$(BIN)/python -m acceltrial.api.reference | diff -u docs/api.md - || \
 		{ echo "docs/api.md is stale: run 'make api-docs'" >&2; exit 1; }
+	@$(BIN)/python -m acceltrial.api.reference TrainingTrial | diff -u docs/api-training.md - || \
+		{ echo "docs/api-training.md is stale: run 'make api-docs'" >&2; exit 1; }
 
 chart-lint: tools ## Lint the Helm chart strictly and render it.
 	$(TOOLS)/helm lint --strict $(CHART)

@@ -15,12 +15,17 @@ ROLE_ARN = "arn:aws:iam::123456789012:role/acceltrial"
 
 
 def render(*values: str) -> dict[str, dict[str, Any]]:
+    """The chart's objects by kind (the last of a kind, where there are several)."""
+    return {doc["kind"]: doc for doc in render_all(*values)}
+
+
+def render_all(*values: str) -> list[dict[str, Any]]:
     args = [tool("helm"), "template", "acceltrial", str(CHART), "--namespace", "acceltrial-system"]
     args += ["--kube-version", "1.33.0"]
     for value in values:
         args += ["--set", value]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    return {doc["kind"]: doc for doc in yaml.safe_load_all(out) if doc}
+    return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 @pytest.fixture(scope="module")
@@ -116,13 +121,18 @@ def test_metrics_service_targets_the_metrics_port(rendered: dict[str, dict[str, 
     ]
 
 
-def test_crd_is_the_generated_one_and_optional(rendered: dict[str, dict[str, Any]]) -> None:
-    generated = yaml.safe_load(
-        (REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text()
-    )
-    crd = rendered["CustomResourceDefinition"]
-    assert crd["spec"] == generated["spec"]
-    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+def test_crds_are_the_generated_ones_and_optional() -> None:
+    crds = {
+        doc["metadata"]["name"]: doc
+        for doc in render_all(f"serviceAccount.irsaRoleArn={ROLE_ARN}")
+        if doc["kind"] == "CustomResourceDefinition"
+        and doc["metadata"]["name"].endswith(".acceltrial.dev")
+    }
+    for plural in ("acceleratortrials", "trainingtrials"):
+        generated = yaml.safe_load((REPO / "crds" / f"acceltrial.dev_{plural}.yaml").read_text())
+        crd = crds[f"{plural}.acceltrial.dev"]
+        assert crd["spec"] == generated["spec"]
+        assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
     assert "CustomResourceDefinition" not in render("crds.install=false")
 
 
@@ -142,15 +152,6 @@ def test_values_schema_refuses_a_typo() -> None:
     )
     assert result.returncode != 0
     assert "prot" in result.stderr
-
-
-def render_all(*values: str) -> list[dict[str, Any]]:
-    args = [tool("helm"), "template", "acceltrial", str(CHART), "--namespace", "acceltrial-system"]
-    args += ["--kube-version", "1.33.0"]
-    for value in values:
-        args += ["--set", value]
-    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 def test_two_replicas_join_kopf_peering_and_one_runs_standalone() -> None:

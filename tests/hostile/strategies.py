@@ -23,15 +23,18 @@ import os
 from collections import Counter
 from datetime import UTC
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from acceltrial.api.validation import load_documents
 from tests.conftest import EXAMPLES, REPO
 
 CRD = REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml"
+TRAINING_CRD = REPO / "crds" / "acceltrial.dev_trainingtrials.yaml"
 EXAMPLES_PER_PROPERTY = int(os.environ.get("ACCELTRIAL_FUZZ_EXAMPLES", "40"))
 TRIED: Counter[str] = Counter()
 """Manifests tried per property (``validate``, ``cli``, ``admission``, ``handlers``)."""
@@ -52,8 +55,8 @@ settings.register_profile(
 FUZZ = settings.get_profile("ci")
 
 
-def crd_schema() -> dict[str, Any]:
-    crd = yaml.safe_load(CRD.read_text(encoding="utf-8"))
+def crd_schema(path: Path = CRD) -> dict[str, Any]:
+    crd = yaml.safe_load(path.read_text(encoding="utf-8"))
     schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     return schema
 
@@ -231,6 +234,42 @@ def _mutate(body: Any, where: tuple[Any, ...], kind: str, junk: Any) -> Any:
     elif kind == "empty" and isinstance(parent[last], (dict, list, str)):
         parent[last] = type(parent[last])()
     return body
+
+
+@cache
+def training_spec_schema() -> dict[str, Any]:
+    spec: dict[str, Any] = crd_schema(TRAINING_CRD)["properties"]["spec"]
+    return spec
+
+
+@st.composite
+def training_schema_manifests(draw: st.DrawFn) -> dict[str, Any]:
+    """A whole TrainingTrial whose spec the CRD's schema accepts (CEL rules aside)."""
+    return {
+        "apiVersion": "acceltrial.dev/v1alpha1",
+        "kind": "TrainingTrial",
+        "metadata": {"name": draw(NAMES)},
+        "spec": draw(from_schema(training_spec_schema())),
+    }
+
+
+def training_example_manifest() -> dict[str, Any]:
+    """The shipped TrainingTrial example (examples/llama-trn1-training.yaml)."""
+    (document,) = load_documents(
+        (EXAMPLES / "llama-trn1-training.yaml").read_text(encoding="utf-8")
+    )
+    body: dict[str, Any] = document.body
+    del body["metadata"]["namespace"]
+    return body
+
+
+def hostile_training_manifests() -> st.SearchStrategy[dict[str, Any]]:
+    """Schema-valid TrainingTrials, the shipped example, and both of them broken."""
+    return st.one_of(
+        training_schema_manifests(),
+        mutated_manifests(st.builds(training_example_manifest)),
+        mutated_manifests(training_schema_manifests()),
+    )
 
 
 def hostile_manifests() -> st.SearchStrategy[dict[str, Any]]:

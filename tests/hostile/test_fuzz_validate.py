@@ -14,15 +14,23 @@ from typing import Any
 import pytest
 import yaml
 from hypothesis import given
+from hypothesis import strategies as st
 
 from acceltrial.api.validation import is_trial_candidate, validate_trial
-from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests, schema_manifests
+from tests.hostile.strategies import (
+    FUZZ,
+    TRIED,
+    hostile_manifests,
+    hostile_training_manifests,
+    schema_manifests,
+    training_schema_manifests,
+)
 
 pytestmark = pytest.mark.slow
 
 
 @FUZZ
-@given(hostile_manifests())
+@given(st.one_of(hostile_manifests(), hostile_training_manifests()))
 def test_validate_never_raises_and_names_the_field(manifest: Any) -> None:
     TRIED["validate"] += 1
     problems = validate_trial(manifest)
@@ -34,7 +42,7 @@ def test_validate_never_raises_and_names_the_field(manifest: Any) -> None:
 
 
 @FUZZ
-@given(schema_manifests())
+@given(st.one_of(schema_manifests(), training_schema_manifests()))
 def test_a_schema_valid_spec_has_no_schema_problem(manifest: dict[str, Any]) -> None:
     """What the CRD's schema accepts, the pydantic models accept too: the two agree, so only
     CEL rules (or the name) can refuse a manifest generated from the schema."""

@@ -45,6 +45,7 @@ from tests.conftest import EXAMPLES, REPO, tool
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/default/acceleratortrials"
+TRAINING_TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/default/trainingtrials"
 
 
 @dataclass
@@ -295,6 +296,15 @@ def with_crd(api: Api) -> Api:
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
     assert api.post(CRDS, crd).status == 201
     served(api, crd["metadata"]["name"], TRIALS)
+    return api
+
+
+@pytest.fixture
+def with_training_crd(api: Api) -> Api:
+    """The API with the TrainingTrial CRD installed and its kind served."""
+    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_trainingtrials.yaml").read_text())
+    assert api.post(CRDS, crd).status == 201
+    served(api, crd["metadata"]["name"], TRAINING_TRIALS)
     return api
 
 

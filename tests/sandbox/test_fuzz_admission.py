@@ -1,5 +1,5 @@
-"""Fuzzing admission: hostile AcceleratorTrials sent to the API server with the CRD installed
-(the emulator, and the real control plane when it is built).
+"""Fuzzing admission: hostile AcceleratorTrials and TrainingTrials sent to the API server with
+their CRD installed (the emulator, and the real control plane when it is built).
 
 Every answer is a creation or a refusal with a Status that says why, never a server error; a
 refused trial leaves nothing behind; and `acceltrial validate` agrees with the server: what it
@@ -13,24 +13,41 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis.strategies import SearchStrategy
 
 from acceltrial.api.validation import validate_trial
-from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests
-from tests.sandbox.conftest import TRIALS, Api
+from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests, hostile_training_manifests
+from tests.sandbox.conftest import TRAINING_TRIALS, TRIALS, Api
 
 pytestmark = pytest.mark.slow
 
 
 def test_hostile_trials_are_admitted_or_refused_with_a_reason(with_crd: Api) -> None:
+    admitted_or_refused(with_crd, TRIALS, "AcceleratorTrial", hostile_manifests())
+
+
+def test_hostile_training_trials_are_admitted_or_refused_with_a_reason(
+    with_training_crd: Api,
+) -> None:
+    admitted_or_refused(
+        with_training_crd, TRAINING_TRIALS, "TrainingTrial", hostile_training_manifests()
+    )
+
+
+def admitted_or_refused(
+    api: Api, collection: str, kind: str, manifests: SearchStrategy[Any]
+) -> None:
     @FUZZ
-    @given(hostile_manifests())
+    @given(manifests)
     def send(manifest: Any) -> None:
         TRIED["admission"] += 1
-        reply = with_crd.post(TRIALS, manifest)
-        problems = validate_trial(manifest)
+        reply = api.post(collection, manifest)
+        # Without a kind the server takes the URL's; validate judges it as that kind too.
+        absent = isinstance(manifest, dict) and "kind" not in manifest
+        problems = validate_trial({**manifest, "kind": kind} if absent else manifest)
         if reply.status == 201:
             name = reply.body["metadata"]["name"]
-            assert with_crd.delete(f"{TRIALS}/{urllib.parse.quote(name)}").status == 200
+            assert api.delete(f"{collection}/{urllib.parse.quote(name)}").status == 200
             # kubectl needs apiVersion and kind in a file; the API server takes them from the URL.
             sent_by_url = {"apiVersion", "kind"}
             assert all(
@@ -41,7 +58,7 @@ def test_hostile_trials_are_admitted_or_refused_with_a_reason(with_crd: Api) -> 
         assert isinstance(reply.body, dict), reply.body
         assert reply.body.get("kind") == "Status", reply.body
         assert reply.body.get("message"), reply.body
-        assert with_crd.get(TRIALS).body["items"] == [], "a refused trial left something"
+        assert api.get(collection).body["items"] == [], "a refused trial left something"
         assert problems, f"validate finds nothing wrong, the server said: {reply.body['message']}"
 
     send()

@@ -28,7 +28,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]
 def test_valid_examples_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines = run(capsys, *map(str, sorted((REPO / "examples").glob("*.yaml"))))
     assert code == 0
-    assert lines[-1] == "2 trial(s) checked, 0 problem(s)"
+    assert lines[-1] == "3 trial(s) checked, 0 problem(s)"
     assert all(line.endswith(": valid") for line in lines[:-1])
 
 
@@ -63,8 +63,11 @@ def test_every_invalid_manifest_fails_with_a_line_per_problem(
     ("content", "expected"),
     [
         ("spec: [unclosed", "not valid YAML: line 1, column 16"),
-        ("- just\n- a list\n", "expected an AcceleratorTrial object (a mapping), got a list"),
-        ("kind: Deployment\napiVersion: apps/v1\n", "no AcceleratorTrial found"),
+        (
+            "- just\n- a list\n",
+            "expected an AcceleratorTrial or TrainingTrial object (a mapping), got a list",
+        ),
+        ("kind: Deployment\napiVersion: apps/v1\n", "no AcceleratorTrial or TrainingTrial found"),
     ],
 )
 def test_unusable_input_is_one_clear_line(

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from acceltrial.api.cel import check_rules
 from acceltrial.api.crd import CRD_FILENAME, crd_manifest, render_crd
+from acceltrial.api.kinds import ACCELERATOR_TRIAL, KINDS, TRAINING_TRIAL, CustomKind
 from acceltrial.api.status import GatewayApiOriginal, ReplicasOriginal, original_routing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,18 +32,30 @@ def walk(node: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
+    """The AcceleratorTrial CRD's schema."""
     version = crd_manifest()["spec"]["versions"][0]
     result: dict[str, Any] = version["schema"]["openAPIV3Schema"]
     return result
 
 
-def test_crds_directory_matches_the_models_byte_for_byte() -> None:
-    assert (REPO / "crds" / CRD_FILENAME).read_text(encoding="utf-8") == render_crd()
+@pytest.fixture(scope="module", params=KINDS, ids=[k.kind for k in KINDS])
+def each_schema(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Each kind's CRD schema in turn."""
+    version = crd_manifest(request.param)["spec"]["versions"][0]
+    result: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return result
 
 
-def test_chart_carries_the_same_crd() -> None:
-    chart_copy = REPO / "charts" / "acceltrial" / "files" / "crds" / CRD_FILENAME
-    assert chart_copy.read_text(encoding="utf-8") == render_crd()
+@pytest.mark.parametrize("kind", KINDS, ids=[k.kind for k in KINDS])
+def test_crds_directory_matches_the_models_byte_for_byte(kind: CustomKind) -> None:
+    assert (REPO / "crds" / kind.filename).read_text(encoding="utf-8") == render_crd(kind)
+    assert ACCELERATOR_TRIAL.filename == CRD_FILENAME
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.kind for k in KINDS])
+def test_chart_carries_the_same_crd(kind: CustomKind) -> None:
+    chart_copy = REPO / "charts" / "acceltrial" / "files" / "crds" / kind.filename
+    assert chart_copy.read_text(encoding="utf-8") == render_crd(kind)
 
 
 def test_identity_and_subresources() -> None:
@@ -58,8 +71,26 @@ def test_identity_and_subresources() -> None:
     assert columns[:5] == ["Phase", "Step", "Weight", "Verdict", "Age"]
 
 
-def test_schema_is_structural(schema: dict[str, Any]) -> None:
-    for path, node in walk(schema):
+def test_training_trials_show_phase_both_throughputs_and_the_verdict() -> None:
+    crd = crd_manifest(TRAINING_TRIAL)
+    assert crd["metadata"]["name"] == "trainingtrials.acceltrial.dev"
+    assert crd["spec"]["names"]["kind"] == "TrainingTrial"
+    (version,) = crd["spec"]["versions"]
+    paths = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    assert paths["Phase"] == ".status.phase"
+    assert paths["Baseline-Tok/s"] == ".status.runs.baseline.tokensPerSecond.mean"
+    assert paths["Candidate-Tok/s"] == ".status.runs.candidate.tokensPerSecond.mean"
+    assert paths["Verdict"] == ".status.decision.verdict"
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    assert status["phase"]["enum"][-3:] == ["Recommended", "NotRecommended", "Failed"]
+    rate = status["runs"]["properties"]["baseline"]["properties"]["tokensPerSecond"]
+    assert "mean" in rate["properties"]
+    economics = status["economics"]["properties"]["candidate"]["properties"]
+    assert {"costPerHour", "hoursPerRun", "costPerRun"} <= set(economics)
+
+
+def test_schema_is_structural(each_schema: dict[str, Any]) -> None:
+    for path, node in walk(each_schema):
         assert FORBIDDEN_IN_STRUCTURAL.isdisjoint(node), f"{path} has {set(node)}"
         assert "type" in node, f"{path} has no type"
         if node["type"] == "object" and "properties" in node:
@@ -68,11 +99,11 @@ def test_schema_is_structural(schema: dict[str, Any]) -> None:
             assert None not in _leaves(node["default"]), f"{path} default holds null"
 
 
-def test_every_cel_rule_compiles_and_has_a_message(schema: dict[str, Any]) -> None:
+def test_every_cel_rule_compiles_and_has_a_message(each_schema: dict[str, Any]) -> None:
     environment = celpy.Environment()
     rules = [
         (path, rule)
-        for path, node in walk(schema)
+        for path, node in walk(each_schema)
         for rule in node.get("x-kubernetes-validations", [])
     ]
     assert len(rules) >= 10
@@ -81,10 +112,11 @@ def test_every_cel_rule_compiles_and_has_a_message(schema: dict[str, Any]) -> No
         assert rule["message"], f"{path}: rule without message"
 
 
-def test_generated_yaml_has_no_aliases() -> None:
-    text = render_crd()
+@pytest.mark.parametrize("kind", KINDS, ids=[k.kind for k in KINDS])
+def test_generated_yaml_has_no_aliases(kind: CustomKind) -> None:
+    text = render_crd(kind)
     assert "&id" not in text
-    assert yaml.safe_load(text) == crd_manifest()
+    assert yaml.safe_load(text) == crd_manifest(kind)
 
 
 def _leaves(value: Any) -> list[Any]:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from acceltrial.api import AcceleratorTrial
+from acceltrial.api.training import TrainingTrial
 from acceltrial.api.validation import is_trial_candidate, load_documents, validate_trial
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
@@ -19,12 +20,18 @@ def trials_in(path: Path) -> list[object]:
 
 
 def test_the_promised_examples_exist() -> None:
+    bodies = [body for path in FILES for body in trials_in(path)]
     routers = {
         AcceleratorTrial.model_validate(body).spec.traffic.router
-        for path in FILES
-        for body in trials_in(path)
+        for body in bodies
+        if isinstance(body, dict) and body.get("kind") == "AcceleratorTrial"
     }
     assert {"gatewayapi", "replicas"} <= routers
+    training = [TrainingTrial.model_validate(b) for b in bodies
+                if isinstance(b, dict) and b.get("kind") == "TrainingTrial"]  # fmt: skip
+    assert [t.spec.candidate.instance_type for t in training] == ["trn1.32xlarge"]
+    # kubectl reads 2.0e9 as a number, and so does the validator.
+    assert training[0].spec.full_run.tokens == 2.0e9
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])

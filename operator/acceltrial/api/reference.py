@@ -1,7 +1,9 @@
-"""The API reference (docs/api.md), rendered from the same schema as the CRD.
+"""The API reference (docs/api.md, docs/api-training.md), rendered from the same schema as
+the CRDs.
 
-``python -m acceltrial.api.reference`` prints it; ``make verify-api-docs`` fails when the
-committed copy differs, so the docs cannot drift from the models.
+``python -m acceltrial.api.reference [KIND]`` prints one kind's (AcceleratorTrial by default);
+``make verify-api-docs`` fails when a committed copy differs, so the docs cannot drift from the
+models.
 """
 
 from __future__ import annotations
@@ -12,16 +14,17 @@ from typing import Any
 
 from acceltrial.api.base import CEL_RULES_KEY
 from acceltrial.api.crd import open_api_schema
-from acceltrial.api.trial import API_VERSION, KIND
+from acceltrial.api.kinds import ACCELERATOR_TRIAL, KINDS_BY_NAME, CustomKind
+from acceltrial.api.trial import API_VERSION
 
 Schema = dict[str, Any]
 
 
-def render_reference() -> str:
-    """The whole reference as Markdown."""
-    root = open_api_schema()["properties"]
+def render_reference(kind: CustomKind = ACCELERATOR_TRIAL) -> str:
+    """``kind``'s whole reference as Markdown."""
+    root = open_api_schema(kind)["properties"]
     lines = [
-        f"# {KIND} API reference ({API_VERSION})",
+        f"# {kind.kind} API reference ({API_VERSION})",
         "",
         "Generated from `operator/acceltrial/api` by `make api-docs`; do not edit by hand.",
         "Durations are strings such as `30s`, `10m`, `1h30m`. Rules are the CEL",
@@ -92,4 +95,8 @@ def _element(schema: Schema) -> Schema:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(render_reference())
+    sys.stdout.write(
+        render_reference(
+            KINDS_BY_NAME[sys.argv[1] if len(sys.argv) > 1 else ACCELERATOR_TRIAL.kind]
+        )
+    )

@@ -1,4 +1,6 @@
-"""Validation of AcceleratorTrial manifests, with one readable problem per mistake.
+"""Validation of AcceleratorTrial and TrainingTrial manifests, with one readable problem per
+mistake (a document's ``kind`` says which; any other kind of the group is judged as an
+AcceleratorTrial, so a misspelt kind is named).
 
 Two layers, as on the API server: the schema (types, enums, ranges, unknown fields: the pydantic
 models, in strict mode so ``"5"`` is not an integer) and the CEL rules of the generated CRD,
@@ -22,9 +24,10 @@ from pydantic_core import ErrorDetails
 from acceltrial.api.base import CEL_RULES_KEY
 from acceltrial.api.cel import Schema, apply_defaults, check_rules
 from acceltrial.api.crd import shared_open_api_schema
+from acceltrial.api.kinds import ACCELERATOR_TRIAL, KINDS, KINDS_BY_NAME, CustomKind
 from acceltrial.api.placeholders import ALLOWED_PLACEHOLDERS
 from acceltrial.api.spec import PLACEHOLDER_MESSAGE
-from acceltrial.api.trial import API_VERSION, GROUP, KIND, AcceleratorTrial
+from acceltrial.api.trial import API_VERSION, GROUP
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,13 @@ ManifestLoader.yaml_implicit_resolvers = {
     first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# Numbers such as 2e9 and 1.5e12 are floats to kubectl (its YAML library takes an exponent
+# without a sign or a dot); PyYAML's YAML 1.1 resolver would read them as strings.
+ManifestLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 def load_documents(text: str) -> Iterator[Document]:
@@ -71,16 +81,29 @@ def is_trial_candidate(body: Any) -> bool:
     return not isinstance(api_version, str) or api_version.split("/")[0] == GROUP
 
 
+def kind_of(body: Any) -> CustomKind:
+    """The kind a document of the group is judged as: its own, or AcceleratorTrial."""
+    named = body.get("kind") if isinstance(body, dict) else None
+    return (
+        KINDS_BY_NAME.get(named, ACCELERATOR_TRIAL)
+        if isinstance(named, str)
+        else (ACCELERATOR_TRIAL)
+    )
+
+
 def validate_trial(body: Any) -> list[Problem]:
-    """All problems of one AcceleratorTrial document; empty when it is valid."""
+    """All problems of one AcceleratorTrial or TrainingTrial document; empty when it is
+    valid."""
     if not isinstance(body, dict):
-        return [Problem("", f"expected an {KIND} object (a mapping), got {_kind_of(body)}")]
+        kinds = " or ".join(k.kind for k in KINDS)
+        return [Problem("", f"expected an {kinds} object (a mapping), got {_kind_of(body)}")]
+    kind = kind_of(body)
     body = _without_nulls(body)
-    problems = _schema_problems(body) + _metadata_problems(body)
+    problems = _schema_problems(kind, body) + _metadata_problems(kind, body)
     too_big = _integer_problems(body)
     spec = body.get("spec")
     if isinstance(spec, dict) and not too_big:
-        problems += _rule_problems(spec, [p.path for p in problems])
+        problems += _rule_problems(kind, spec, [p.path for p in problems])
     return _unique(too_big + problems)
 
 
@@ -111,27 +134,29 @@ def _integer_problems(value: Any, path: str = "") -> list[Problem]:
     return []
 
 
-def _schema_problems(body: dict[str, Any]) -> list[Problem]:
+def _schema_problems(kind: CustomKind, body: dict[str, Any]) -> list[Problem]:
     try:
-        AcceleratorTrial.model_validate_json(json.dumps(body, default=str), strict=True)
+        kind.model.model_validate_json(json.dumps(body, default=str), strict=True)
     except ValidationError as error:
-        return [_problem_from(detail) for detail in error.errors(include_url=False)]
+        return [_problem_from(kind, detail) for detail in error.errors(include_url=False)]
     return []
 
 
-def _metadata_problems(body: dict[str, Any]) -> list[Problem]:
+def _metadata_problems(kind: CustomKind, body: dict[str, Any]) -> list[Problem]:
     metadata = body.get("metadata")
     if not isinstance(metadata, dict) or not (metadata.get("name") or metadata.get("generateName")):
         return [Problem("metadata.name", "required: give the trial a name")]
     # The CRD's root rules (the name's length), as the API server evaluates them.
-    root = {CEL_RULES_KEY: shared_open_api_schema()[CEL_RULES_KEY]}
+    root = {CEL_RULES_KEY: shared_open_api_schema(kind)[CEL_RULES_KEY]}
     name = metadata.get("name")
     meta = {"name": name} if isinstance(name, str) else {}
     return [Problem(v.path, v.message) for v in check_rules(root, {"metadata": meta})]
 
 
-def _rule_problems(spec: dict[str, Any], schema_problem_paths: list[str]) -> list[Problem]:
-    spec_schema = _spec_schema()
+def _rule_problems(
+    kind: CustomKind, spec: dict[str, Any], schema_problem_paths: list[str]
+) -> list[Problem]:
+    spec_schema = _spec_schema(kind)
     defaulted = apply_defaults(spec_schema, spec)
     violations = check_rules(
         spec_schema, defaulted, "spec",
@@ -179,40 +204,40 @@ def _within(path: str, ancestor: str) -> bool:
     return path == ancestor or path.startswith((ancestor + ".", ancestor + "["))
 
 
-@lru_cache(maxsize=1)
-def _spec_schema() -> Schema:
-    spec: Schema = shared_open_api_schema()["properties"]["spec"]
+@lru_cache(maxsize=len(KINDS))
+def _spec_schema(kind: CustomKind) -> Schema:
+    spec: Schema = shared_open_api_schema(kind)["properties"]["spec"]
     return spec
 
 
-def _problem_from(detail: ErrorDetails) -> Problem:
+def _problem_from(kind: CustomKind, detail: ErrorDetails) -> Problem:
     path = format_path(detail["loc"])
-    return Problem(path, _message(detail, path))
+    return Problem(path, _message(kind, detail, path))
 
 
-def _message(detail: ErrorDetails, path: str) -> str:
-    kind = detail["type"]
+def _message(kind: CustomKind, detail: ErrorDetails, path: str) -> str:
+    error = detail["type"]
     ctx = detail.get("ctx", {})
     got = f" (got {_short(detail.get('input'))})"
-    if kind in _BOUND_WORDS:
-        word, key = _BOUND_WORDS[kind]
+    if error in _BOUND_WORDS:
+        word, key = _BOUND_WORDS[error]
         return f"must be {word} {ctx.get(key)}{got}"
-    if kind in _TYPE_WORDS:
-        return f"expected {_TYPE_WORDS[kind]}{got}"
-    if kind in ("too_short", "too_long"):
-        return _length_message(kind, ctx, detail.get("input"))
-    if kind == "literal_error":
+    if error in _TYPE_WORDS:
+        return f"expected {_TYPE_WORDS[error]}{got}"
+    if error in ("too_short", "too_long"):
+        return _length_message(error, ctx, detail.get("input"))
+    if error == "literal_error":
         expected = _FIXED_VALUES.get(path, f"one of {ctx.get('expected', '')}")
         return f"must be {expected}{got}"
-    if kind in _FIXED_MESSAGES:
-        return _FIXED_MESSAGES[kind]
-    return f"{detail['msg']}{got}"
+    if error in _FIXED_MESSAGES:
+        return _FIXED_MESSAGES[error].replace("<kind>", kind.kind)
+    return f"{detail['msg'].removeprefix('Value error, ')}{got}"
 
 
-_FIXED_VALUES = {"apiVersion": API_VERSION, "kind": KIND}
+_FIXED_VALUES = {"apiVersion": API_VERSION, "kind": " or ".join(k.kind for k in KINDS)}
 _FIXED_MESSAGES = {
     "missing": "required field is missing",
-    "extra_forbidden": "unknown field: not part of the AcceleratorTrial API; check spelling",
+    "extra_forbidden": "unknown field: not part of the <kind> API; check spelling",
 }
 _BOUND_WORDS = {
     "greater_than_equal": ("at least", "ge"),

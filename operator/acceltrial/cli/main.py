@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from acceltrial import __version__
 from acceltrial.api.actions import ACTION_ANNOTATION as ACTION
 from acceltrial.api.crd import render_crd
+from acceltrial.api.kinds import ACCELERATOR_TRIAL, KINDS_BY_NAME
 from acceltrial.cli.check import CheckOptions, add_check, run_check
 from acceltrial.cli.local import LOCAL_COMMANDS, LocalCommand, add_local, missing_local
 from acceltrial.cli.trials import (
@@ -34,13 +35,22 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, LocalCommand]]:
     )
     parser.add_argument("--version", action="version", version=f"acceltrial {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("crd", help="print the AcceleratorTrial CRD generated from the API models")
+    crd = commands.add_parser(
+        "crd", help="print a CRD generated from the API models (AcceleratorTrial by default)"
+    )
+    crd.add_argument(
+        "--kind",
+        choices=sorted(KINDS_BY_NAME),
+        default=ACCELERATOR_TRIAL.kind,
+        help="which kind's CRD to print (default: %(default)s)",
+    )
     validate = commands.add_parser(
         "validate",
-        help="check AcceleratorTrial manifests offline (schema and CEL rules, as the API server)",
-        description="Check AcceleratorTrial manifests against the API models and the CRD's CEL "
-        "rules. Prints one line per problem (file#document name: field: what is expected) and "
-        "exits 1 if there is any. Documents of other kinds are skipped.",
+        help="check AcceleratorTrial and TrainingTrial manifests offline (schema and CEL "
+        "rules, as the API server)",
+        description="Check AcceleratorTrial and TrainingTrial manifests against the API models "
+        "and the CRDs' CEL rules. Prints one line per problem (file#document name: field: what "
+        "is expected) and exits 1 if there is any. Documents of other kinds are skipped.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="YAML file, or - for stdin")
     add_check(commands)
@@ -93,7 +103,7 @@ def _trial_command(args: argparse.Namespace) -> int:
 
 def _offline(args: argparse.Namespace) -> int:
     if args.command == "crd":
-        sys.stdout.write(render_crd())
+        sys.stdout.write(render_crd(KINDS_BY_NAME[args.kind]))
         return 0
     return validate_files(args.files, sys.stdout)
 

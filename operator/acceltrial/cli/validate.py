@@ -12,7 +12,8 @@ from acceltrial.api.validation import Document, is_trial_candidate, load_documen
 
 
 def validate_files(paths: list[str], out: TextIO) -> int:
-    """Validate every AcceleratorTrial in ``paths`` (``-`` is stdin); return the exit code."""
+    """Validate every AcceleratorTrial and TrainingTrial in ``paths`` (``-`` is stdin);
+    return the exit code."""
     problems = 0
     trials = 0
     for path in paths:
@@ -20,7 +21,7 @@ def validate_files(paths: list[str], out: TextIO) -> int:
         problems += file_problems
         trials += file_trials
     if problems == 0 and trials == 0:
-        print("no AcceleratorTrial found in the given files", file=out)
+        print("no AcceleratorTrial or TrainingTrial found in the given files", file=out)
         return 1
     summary = f"{trials} trial(s) checked, {problems} problem(s)"
     print(summary, file=out)

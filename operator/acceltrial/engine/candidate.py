@@ -234,11 +234,12 @@ def _pod_metadata(
     }
 
 
-def owner_reference(trial: TrialRef) -> Manifest:
-    """The trial as the controlling owner: what it creates goes when it is deleted."""
+def owner_reference(trial: TrialRef, kind: str = "AcceleratorTrial") -> Manifest:
+    """The trial (of ``kind``) as the controlling owner: what it creates goes when it is
+    deleted."""
     return {
         "apiVersion": "acceltrial.dev/v1alpha1",
-        "kind": "AcceleratorTrial",
+        "kind": kind,
         "name": trial.name,
         "uid": trial.uid,
         "controller": True,

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import yaml
 
 from acceltrial.api.crd import render_crd
+from acceltrial.api.kinds import KINDS
 from acceltrial_testbed.demo.cluster import Client
 from acceltrial_testbed.sandbox.choices import ControlPlane, uses_real_control_plane
 from acceltrial_testbed.sandbox.cluster import Sandbox
@@ -46,7 +47,8 @@ def local_cluster(choice: ControlPlane, topology: Topology | None) -> Iterator[L
             yield plane
         return
     with Sandbox(ready_delay=EMULATOR_READY_DELAY, topology=topology) as sandbox:
-        Client(sandbox.access).create(CRDS, yaml.safe_load(render_crd()))
+        for kind in KINDS:
+            Client(sandbox.access).create(CRDS, yaml.safe_load(render_crd(kind)))
         yield sandbox
 
 

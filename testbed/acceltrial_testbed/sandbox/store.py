@@ -175,7 +175,14 @@ class Store:
     ) -> tuple[Object, list[str]]:
         """Create; with ``dry_run`` every check runs but nothing is stored (``dryRun=All``)."""
         obj = copy.deepcopy(body)
-        meta = obj.setdefault("metadata", {})
+        if obj.get("metadata") is None:  # JSON null decodes to empty metadata, as upstream
+            obj["metadata"] = {}
+        meta = obj["metadata"]
+        if not isinstance(meta, dict):
+            raise errors.bad_request(
+                f"json: cannot unmarshal {type(meta).__name__} into Go struct field "
+                f"{resource.kind}.metadata of type v1.ObjectMeta"
+            )
         namespace = self._namespace_for(resource, namespace, meta)
         name = meta.get("name") or self._generated_name(resource, namespace, meta)
         _check_name(resource, name)

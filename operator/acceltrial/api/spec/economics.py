@@ -40,17 +40,16 @@ class MigrationCost(ApiModel):
     """Other one-off costs, in USD."""
 
 
+EXPLICIT_PRICES_RULE = cel(
+    "self.pricing != 'explicit' || has(self.prices)",
+    "pricing explicit needs prices.baselinePerHour and prices.candidatePerHour",
+)
+
+
 class EconomicsSpec(ApiModel):
     """How cost per useful result is computed."""
 
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            cel(
-                "self.pricing != 'explicit' || has(self.prices)",
-                "pricing explicit needs prices.baselinePerHour and prices.candidatePerHour",
-            ),
-        )
-    )
+    model_config = ConfigDict(json_schema_extra=cel_rules(EXPLICIT_PRICES_RULE))
 
     pricing: Literal["catalog", "aws", "explicit"] = "catalog"
     """catalog: prices bundled with acceltrial (with source and date); aws: the AWS Price List

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from acceltrial.api.crd import crd_manifest
+from acceltrial.api.kinds import KINDS
 from acceltrial_testbed.sandbox.access import Access
 from acceltrial_testbed.sandbox.eks import SandboxEks
 from acceltrial_testbed.sandbox.kubeconfig import write_kubeconfig
@@ -305,7 +306,8 @@ class RealControlPlane:
             client.merge_patch(f"/api/v1/nodes/{name}/status", {"status": status})
 
     def _install_crds(self, client: AdminClient) -> None:
-        definitions = [crd_manifest()] if self.acceleratortrial_crd else []
+        # acceltrial's own CRDs (AcceleratorTrial, TrainingTrial), unless a test installs them.
+        definitions = [crd_manifest(kind) for kind in KINDS] if self.acceleratortrial_crd else []
         for path in self.binaries.gateway_api_crds:
             # libyaml's loader: the pure-Python one spent 1.2 CPU-seconds of every plane's start
             # on these 1.2 MB of CRDs.

@@ -1,0 +1,212 @@
+"""A training trial's state machine, through its public function: Jobs created and stopped,
+runs read from timestamped logs, the decision and its figures (checked by hand), failures with
+the log's lines."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import yaml
+
+from acceltrial.api.training import TrainingTrial, TrainingTrialStatus
+from acceltrial.engine.training.lifecycle import (
+    CreateJob,
+    JobView,
+    NodePrice,
+    StopJob,
+    TrainingTick,
+    TrainingWorld,
+    training_tick,
+)
+from tests.conftest import EXAMPLES
+
+T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+PRICES = {
+    "baseline": NodePrice(21.957642, "catalog p4d.24xlarge"),
+    "candidate": NodePrice(21.50, "catalog trn1.32xlarge"),
+}
+
+
+def spec(**changes: Any) -> Any:
+    body = yaml.safe_load((EXAMPLES / "llama-trn1-training.yaml").read_text().replace("e9", "e+9"))
+    body["spec"].pop("precompile")
+    body["spec"].pop("compileCache")
+    body["spec"]["run"] = {"steps": 60, "warmupSteps": 10, "sequenceLength": 4096}
+    for key, value in changes.items():
+        body["spec"][key] = value
+    return TrainingTrial.model_validate(body).spec
+
+
+def log(steps: int, tokens_per_second: float, start: datetime, *, loss_end: float = 2.0,
+        step_seconds: float = 2.0, noise: float = 0.01) -> tuple[str, ...]:  # fmt: skip
+    """JSON lines as a trainer prints them, stamped as the kubelet stamps them."""
+    lines = []
+    for step in range(1, steps + 1):
+        at = start + timedelta(seconds=step * step_seconds)
+        wobble = 1 + noise * math.sin(step * 1.7)
+        loss = 4.0 + (loss_end - 4.0) * step / steps
+        line = (f'{{"step": {step}, "loss": {loss:.5f}, '
+                f'"tokens_per_second": {tokens_per_second * wobble:.1f}}}')  # fmt: skip
+        lines.append(f"{at.isoformat().replace('+00:00', 'Z')} {line}")
+    return tuple(lines)
+
+
+def tick(
+    trial_spec: Any, status: TrainingTrialStatus, now: datetime, **jobs: JobView
+) -> TrainingTick:
+    return training_tick(trial_spec, status, TrainingWorld(now, jobs, PRICES))
+
+
+def run_through(
+    trial_spec: Any, baseline: tuple[str, ...], candidate: tuple[str, ...]
+) -> TrainingTick:
+    first = tick(trial_spec, TrainingTrialStatus(), T0)
+    assert {a.role for a in first.actions if isinstance(a, CreateJob)} == {"baseline", "candidate"}
+    running = {v: JobView("Running", created_at=T0, log=lines)
+               for v, lines in (("baseline", baseline), ("candidate", candidate))}  # fmt: skip
+    return tick(trial_spec, first.status, T0 + timedelta(minutes=5), **running)
+
+
+def test_a_cheaper_candidate_with_matching_loss_is_recommended_with_hand_checked_figures() -> None:
+    trial = spec()
+    done = run_through(trial, log(60, 40_000, T0 + timedelta(seconds=30)),
+                       log(60, 60_000, T0 + timedelta(seconds=90), loss_end=2.02))  # fmt: skip
+
+    status = done.status
+    assert status.phase == "Recommended", status.message
+    assert {a.role for a in done.actions if isinstance(a, StopJob)} == {"baseline", "candidate"}
+    # By hand: 2e9 tokens at 40,000 tokens/s is 13.889 h, plus 32 s to the first step
+    # (the line of step 1 is printed 2 s after a start 30 s after the Job's creation).
+    baseline = status.economics.baseline
+    hours = 2e9 / 40_000 / 3600 + 32 / 3600
+    assert baseline.hours_per_run == pytest.approx(hours, rel=0.01)
+    assert baseline.cost_per_run == pytest.approx(hours * 21.957642 * 2, rel=0.01)
+    candidate = status.economics.candidate
+    hours = 2e9 / 60_000 / 3600 + 92 / 3600
+    assert candidate.cost_per_run == pytest.approx(hours * 21.50 * 2, rel=0.01)
+    assert candidate.tokens_per_dollar == pytest.approx(2e9 / (hours * 43.0), rel=0.01)
+    assert status.runs.candidate.startup_seconds == pytest.approx(92)
+    assert status.runs.baseline.tokens_per_second.mean == pytest.approx(40_000, rel=0.01)
+    assert status.loss_parity.gap == pytest.approx(0.01, abs=0.003)
+    assert [c.verdict for c in status.decision.criteria] == ["Pass", "Pass", "Pass"]
+
+
+def test_a_loss_15_percent_higher_is_not_recommended_and_the_reason_names_it() -> None:
+    done = run_through(spec(), log(60, 40_000, T0), log(60, 60_000, T0, loss_end=2.3))
+
+    assert done.status.phase == "NotRecommended"
+    assert done.status.decision.reason_code == "CriterionFailed"
+    assert done.status.decision.reason.startswith("loss-parity: loss_gap +1")
+    assert done.status.loss_parity.gap == pytest.approx(0.14, abs=0.02)
+
+
+def test_too_few_matched_steps_for_loss_parity_is_inconclusive() -> None:
+    trial = spec(run={"steps": 14, "warmupSteps": 10, "sequenceLength": 4096})
+    done = run_through(trial, log(14, 40_000, T0), log(14, 60_000, T0))
+
+    assert done.status.phase == "NotRecommended"
+    assert done.status.decision.reason_code == "Inconclusive"
+    assert "loss parity needs 8" in done.status.decision.reason
+
+
+def test_a_run_is_stopped_once_it_reached_its_steps_and_the_other_goes_on() -> None:
+    trial = spec()
+    first = tick(trial, TrainingTrialStatus(), T0)
+    later = tick(trial, first.status, T0 + timedelta(minutes=3),
+                 baseline=JobView("Running", T0, log=log(60, 40_000, T0)),
+                 candidate=JobView("Running", T0, log=log(20, 60_000, T0)))  # fmt: skip
+
+    assert later.actions == (StopJob("baseline"),)
+    assert later.status.phase == "Running"
+    assert later.status.runs.baseline.state == "Finished"
+    assert later.status.message == "training: baseline: finished, candidate: step 20 of 60"
+
+
+def test_sequential_runs_the_candidate_once_the_baseline_finished() -> None:
+    trial = spec(schedule="sequential")
+    first = tick(trial, TrainingTrialStatus(), T0)
+    assert first.actions == (CreateJob("baseline"),)
+
+    second = tick(trial, first.status, T0 + timedelta(minutes=3),
+                  baseline=JobView("Running", T0, log=log(60, 40_000, T0)))  # fmt: skip
+    assert second.actions == (StopJob("baseline"), CreateJob("candidate"))
+
+
+def test_a_failed_run_ends_the_trial_with_its_log_lines_and_stops_the_other() -> None:
+    trial = spec()
+    first = tick(trial, TrainingTrialStatus(), T0)
+    lines = (*log(12, 60_000, T0), "2026-12-07T12:01:00Z RuntimeError: NaN in all-reduce")
+    ended = tick(trial, first.status, T0 + timedelta(minutes=3),
+                 baseline=JobView("Running", T0, log=log(20, 40_000, T0)),
+                 candidate=JobView("Failed", T0, failure="BackoffLimitExceeded: Job has reached "
+                                   "the specified backoff limit", log=lines))  # fmt: skip
+
+    assert ended.status.phase == "Failed"
+    assert ended.status.decision.reason_code == "RunFailed"
+    assert "RuntimeError: NaN in all-reduce" in ended.status.decision.reason
+    assert ended.status.runs.candidate.log_lines[-1] == "RuntimeError: NaN in all-reduce"
+    assert ended.actions == (StopJob("baseline"),)
+
+
+def test_a_job_that_never_logs_a_training_step_fails_naming_the_formats() -> None:
+    trial = spec()
+    first = tick(trial, TrainingTrialStatus(), T0)
+    chatter = ("2026-12-07T12:00:01Z loading checkpoint", "2026-12-07T12:00:02Z done")
+    ended = tick(trial, first.status, T0 + timedelta(minutes=3),
+                 baseline=JobView("Succeeded", T0, log=chatter),
+                 candidate=JobView("Running", T0, log=log(5, 60_000, T0)))  # fmt: skip
+
+    assert ended.status.phase == "Failed"
+    assert ended.status.decision.reason_code == "NoSteps"
+    assert "no line acceltrial reads as a training step" in ended.status.decision.reason
+    assert ended.status.decision.reason.endswith("loading checkpoint\ndone")
+    assert ended.actions == (StopJob("candidate"),)
+
+
+def test_a_precompile_runs_first_and_its_failure_is_compile_failed_with_its_log() -> None:
+    trial = spec(precompile={"timeout": "30m"}, compileCache={"url": "s3://cache/llama/"})
+    first = tick(trial, TrainingTrialStatus(), T0)
+    assert first.status.phase == "Compiling"
+    assert set(first.actions) == {CreateJob("precompile"), CreateJob("baseline")}
+
+    failed = tick(trial, first.status, T0 + timedelta(minutes=2),
+                  baseline=JobView("Running", T0, log=log(5, 40_000, T0)),
+                  precompile=JobView("Failed", T0, failure="BackoffLimitExceeded",
+                                     log=("2026-12-07T12:01:00Z ERROR neuronx-cc: "
+                                          "Estimated peak HBM usage exceeds 16GB",)))  # fmt: skip
+    assert failed.status.phase == "Failed"
+    assert failed.status.decision.reason_code == "CompileFailed"
+    assert "Estimated peak HBM usage exceeds 16GB" in failed.status.decision.reason
+    assert failed.actions == (StopJob("baseline"),)
+
+
+def test_a_precompile_that_succeeded_counts_into_the_candidates_cost() -> None:
+    trial = spec(precompile={"timeout": "30m"}, compileCache={"url": "s3://cache/llama/"})
+    first = tick(trial, TrainingTrialStatus(), T0)
+    compiled = tick(trial, first.status, T0 + timedelta(minutes=20),
+                    precompile=JobView("Succeeded", T0, T0 + timedelta(minutes=15)),
+                    baseline=JobView("Running", T0, log=log(20, 40_000, T0)))  # fmt: skip
+    assert CreateJob("candidate") in compiled.actions
+    assert compiled.status.runs.candidate.precompile_seconds == 900
+
+    start = T0 + timedelta(minutes=20)
+    done = tick(trial, compiled.status, start + timedelta(minutes=5),
+                baseline=JobView("Running", T0, log=log(60, 40_000, T0)),
+                candidate=JobView("Running", start, log=log(60, 60_000, start)))  # fmt: skip
+    candidate = done.status.economics.candidate
+    precompile_cost = 0.25 * 2 * 21.50
+    assert candidate.cost_per_run == pytest.approx(
+        candidate.cost_per_hour * candidate.hours_per_run + precompile_cost, rel=1e-6
+    )
+
+
+def test_preflight_problems_fail_the_trial_before_any_job() -> None:
+    trial = spec()
+    world = TrainingWorld(T0, {}, PRICES, ("trn1.32xlarge has 16 Neuron devices",))
+    ended = training_tick(trial, TrainingTrialStatus(), world)
+    assert ended.status.phase == "Failed"
+    assert ended.status.decision.reason_code == "PreflightFailed"
+    assert ended.actions == ()

@@ -254,6 +254,15 @@ def install_baseline(api: Api, namespace: str) -> None:
     assert api.post(f"/api/v1/namespaces/{namespace}/services", service).status == 201
     routes = f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes"
     assert api.post(routes, route).status == 201
+    # Serving, as a user's baseline is when they apply a trial: a trial's preflight waits for
+    # it only within its progressDeadline.
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/llama3-gpu"
+    eventually(lambda: available(api.get(path).body), timeout=120)
+
+
+def available(deployment: dict[str, Any]) -> bool:
+    conditions = (deployment.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
 
 
 def trial(namespace: str, prometheus: str, **spec: Any) -> dict[str, Any]:

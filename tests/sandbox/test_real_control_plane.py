@@ -255,7 +255,8 @@ def test_the_real_control_plane_serves_the_topology_and_the_crds() -> None:
         assert len(listed) == 5
         assert by_type["g5.xlarge"]["status"]["allocatable"]["nvidia.com/gpu"] == "1"
         addresses = {a["type"] for a in by_type["g5.xlarge"]["status"]["addresses"]}
-        assert addresses == {"InternalIP", "Hostname"}
+        # ExternalIP: where the API server reaches the node's (kwok's) kubelet for pod logs.
+        assert addresses == {"InternalIP", "Hostname", "ExternalIP"}
         inf2 = by_type["inf2.8xlarge"]
         assert inf2["status"]["allocatable"]["aws.amazon.com/neuroncore"] == "2"
         assert {"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"} in (

@@ -28,11 +28,14 @@ OPERATOR_CODE = ("handlers", "providers", "engine", "kube")
 KOPF = {
     "acceltrial.dev/acceleratortrials": {"list", "watch", "patch"},
     "acceltrial.dev/acceleratortrials/status": {"patch"},
+    "acceltrial.dev/trainingtrials": {"list", "watch", "patch"},
     "apiextensions.k8s.io/customresourcedefinitions": {"list", "watch"},
     "/namespaces": {"list", "watch"},
     "/events": {"create"},
 }
 KINDS = ("Deployment", "Service", "ConfigMap", "Job", "InferencePool")
+PLURALS = ("acceleratortrials", "trainingtrials")
+"""The trial kinds a method with a ``plural`` parameter serves."""
 
 
 class Recorder(client.ApiClient):  # type: ignore[misc]
@@ -95,8 +98,11 @@ def run_method(kube: Kube, name: str) -> None:
         "service": {"metadata": {"name": "x", "namespace": "ns", "resourceVersion": "1"}},
     }  # fmt: skip
     parameters = inspect.signature(method).parameters
-    for kind in KINDS:
+    plurals = PLURALS if "plural" in parameters else (None,)
+    for kind, plural in ((k, p) for k in KINDS for p in plurals):
         arguments = {p: values[p] for p in parameters if p in values}
+        if plural is not None:
+            arguments["plural"] = plural
         if "kind" in parameters:
             arguments["kind"] = kind
         if "manifest" in parameters:

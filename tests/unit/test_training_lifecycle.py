@@ -124,6 +124,15 @@ def test_a_run_is_stopped_once_it_reached_its_steps_and_the_other_goes_on() -> N
     assert later.status.runs.baseline.state == "Finished"
     assert later.status.message == "training: baseline: finished, candidate: step 20 of 60"
 
+    # The baseline's Job (and its log) is gone: the decision reads what the status kept.
+    done = tick(trial, later.status, T0 + timedelta(minutes=6),
+                candidate=JobView("Running", T0, log=log(60, 60_000, T0)))  # fmt: skip
+    assert done.status.phase == "Recommended", done.status.message
+    assert len(done.status.runs.baseline.loss_curve) == 50
+    assert done.status.economics.baseline.hours_per_run == pytest.approx(
+        2e9 / 40_000 / 3600, rel=0.01
+    )
+
 
 def test_sequential_runs_the_candidate_once_the_baseline_finished() -> None:
     trial = spec(schedule="sequential")

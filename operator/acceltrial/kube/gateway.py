@@ -17,6 +17,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from acceltrial.api.training.resource import TRAINING_GVR
 from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.kube.calls import (
     REQUEST_TIMEOUT_SECONDS,
@@ -36,6 +37,9 @@ _HANDOVER_ATTEMPTS = 5
 GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES = "gateway.networking.k8s.io", "v1", "httproutes"
 POOL_GROUP, POOL_VERSION, POOLS = "inference.networking.k8s.io", "v1", "inferencepools"
 TRIAL_GROUP, TRIAL_VERSION, TRIALS = TRIAL_GVR
+TRAINING_TRIALS = TRAINING_GVR.plural
+LOG_LIMIT_BYTES = 8 * 1024 * 1024
+"""The most of a log read whole: a training run's step lines for the trial's steps."""
 _APPLY = "application/apply-patch+yaml"
 
 
@@ -76,11 +80,20 @@ class Kube:
     def job(self, namespace: str, name: str) -> Manifest | None:
         return read(self._batch.read_namespaced_job, name, namespace)
 
-    def pod_log(self, namespace: str, name: str, tail_lines: int) -> str:
-        """The last lines of a pod's (first container's) log, as text."""
+    def pod_log(
+        self, namespace: str, name: str, tail_lines: int | None, *, timestamps: bool = False
+    ) -> str:
+        """The last lines of a pod's (first container's) log, as text (every line, at most
+        :data:`LOG_LIMIT_BYTES`, when ``tail_lines`` is None; each line prefixed with the
+        kubelet's RFC 3339 time with ``timestamps``)."""
+        options: dict[str, Any] = {"timestamps": True} if timestamps else {}
+        if tail_lines is None:
+            options["limit_bytes"] = LOG_LIMIT_BYTES
+        else:
+            options["tail_lines"] = tail_lines
         try:
             reply: Any = self._core.read_namespaced_pod_log(
-                name, namespace, tail_lines=tail_lines, _preload_content=False
+                name, namespace, _preload_content=False, **options
             )
         except ApiException as error:
             raise KubeError(int(error.status or 0), refusal(error)) from None
@@ -188,17 +201,21 @@ class Kube:
         )  # fmt: skip
         return list(reply.get("items") or [])
 
-    def trial(self, namespace: str, name: str) -> Manifest | None:
+    def trial(self, namespace: str, name: str, plural: str = TRIALS) -> Manifest | None:
+        """An AcceleratorTrial (a TrainingTrial with ``plural`` trainingtrials)."""
         return read(
             self._custom.get_namespaced_custom_object,
-            TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name,
+            TRIAL_GROUP, TRIAL_VERSION, namespace, plural, name,
         )  # fmt: skip
 
-    def patch_trial_status(self, namespace: str, name: str, status: Manifest) -> None:
-        """Merge ``status`` into a trial's status subresource (None removes a key)."""
+    def patch_trial_status(
+        self, namespace: str, name: str, status: Manifest, plural: str = TRIALS
+    ) -> None:
+        """Merge ``status`` into a trial's status subresource (None removes a key); a
+        TrainingTrial's with ``plural`` trainingtrials."""
         call(
             self._custom.patch_namespaced_custom_object_status,
-            TRIAL_GROUP, TRIAL_VERSION, namespace, TRIALS, name, {"status": status},
+            TRIAL_GROUP, TRIAL_VERSION, namespace, plural, name, {"status": status},
             _content_type="application/merge-patch+json",
         )  # fmt: skip
 
@@ -263,10 +280,12 @@ class Kube:
         )  # fmt: skip
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
-        """Delete a Deployment or Service (and, in the background, what it owns); 404 is fine."""
+        """Delete a Deployment, Service or Job (and, in the background, what it owns); 404 is
+        fine."""
         remove = {
             "Deployment": self._apps.delete_namespaced_deployment,
             "Service": self._core.delete_namespaced_service,
+            "Job": self._batch.delete_namespaced_job,
         }[kind]
         read(remove, name, namespace, propagation_policy="Background")
 

@@ -47,6 +47,18 @@ class Rate(ApiModel):
     """Upper end of the 95% interval."""
 
 
+class LossPoint(ApiModel):
+    """The loss a step logged."""
+
+    step: int = Field(ge=0)
+    """The step."""
+    loss: float
+    """Its loss."""
+
+
+MAX_LOSS_POINTS = 512
+
+
 class RunStatus(ApiModel):
     """One variant's trial run, as its Job and its log show it."""
 
@@ -72,6 +84,10 @@ class RunStatus(ApiModel):
     """Wall-clock seconds per step after the warm-up, from the log's timestamps."""
     final_loss: float | None = None
     """The loss at the last step reported."""
+    loss_curve: list[LossPoint] | None = Field(default=None, max_length=MAX_LOSS_POINTS)
+    """The loss at the steps logged after the warm-up: every step of the last 256, and the
+    earlier ones evenly thinned to fit; what loss parity and the report's chart are made
+    from."""
     precompile_seconds: float | None = Field(default=None, ge=0)
     """How long the precompile Job took."""
     log_formats: list[Literal["nxd", "katib", "json"]] | None = None

@@ -28,7 +28,9 @@ from acceltrial.api.training import (
     TrainingTrialStatus,
 )
 from acceltrial.api.training.status import (
+    MAX_LOSS_POINTS,
     EconomicsPair,
+    LossPoint,
     Rate,
     RunPair,
     TrainingCriterionResult,
@@ -44,7 +46,7 @@ from acceltrial.engine.training.figures import (
 )
 from acceltrial.engine.training.jobs import Role
 from acceltrial.engine.training.loss import loss_gap
-from acceltrial.engine.training.runs import Interval, RunEconomics, RunPrice
+from acceltrial.engine.training.runs import Interval, RunEconomics, RunPrice, Speed
 
 Variant = Literal["baseline", "candidate"]
 VARIANTS: tuple[Variant, ...] = ("baseline", "candidate")
@@ -217,7 +219,7 @@ def _advance(step: _Step, variant: Variant) -> TrainingTick | None:
         return None
     log = read_timed_log(job.log, keep=spec.run.log_lines)
     measured = reading(log, spec.run, run.started_at or job.created_at)
-    run = _measured(run, measured, log)
+    run = _measured(run, measured, log, spec.run.warmup_steps)
     if log.steps >= spec.run.steps or job.phase == "Succeeded":
         if log.steps == 0:
             runs[variant] = run.model_copy(update={"state": "Failed"})
@@ -238,9 +240,11 @@ def _advance(step: _Step, variant: Variant) -> TrainingTick | None:
     return None
 
 
-def _measured(run: RunStatus, measured: RunReading, log: TimedLog) -> RunStatus:
+def _measured(run: RunStatus, measured: RunReading, log: TimedLog, warmup_steps: int) -> RunStatus:
     speed = measured.speed
+    losses = {s: v for s, v in log.parsed.losses().items() if s > warmup_steps}
     return run.model_copy(update={
+        "loss_curve": thinned(losses) or None,
         "steps": measured.steps,
         "first_step_at": measured.first_step_at,
         "startup_seconds": measured.startup_seconds,
@@ -266,8 +270,8 @@ def _decide(step: _Step) -> TrainingTick:
         step.runs,
         step.actions,
     )
-    logs = {v: read_timed_log(world.jobs.get(v, ABSENT).log) for v in VARIANTS}
-    readings = {v: reading(logs[v], spec.run, runs[v].started_at) for v in VARIANTS}
+    # From the status, not the logs: a finished run's Job (and its log) is gone.
+    readings = {v: _reading(runs[v]) for v in VARIANTS}
     nodes = {"baseline": spec.baseline.nodes, "candidate": spec.candidate.nodes}
     figures, economics = {}, {}
     for v in VARIANTS:
@@ -277,8 +281,7 @@ def _decide(step: _Step) -> TrainingTick:
             readings[v], RunPrice(price.usd_per_hour, nodes[v], 0.0, precompile), spec.full_run
         )
         figures[v], economics[v] = found, _economics(found.economics, price)
-    gap = loss_gap(logs["baseline"].parsed.losses(), logs["candidate"].parsed.losses(),
-                   spec.run.warmup_steps)  # fmt: skip
+    gap = loss_gap(_losses(runs["baseline"]), _losses(runs["candidate"]), spec.run.warmup_steps)
     candidate = dict(figures["candidate"].figures)
     missing = {**figures["baseline"].missing, **figures["candidate"].missing}
     if gap.diverged is not None:
@@ -314,6 +317,45 @@ def _decide(step: _Step) -> TrainingTick:
         "economics": EconomicsPair(**economics), "loss_parity": parity,
     })  # fmt: skip
     return TrainingTick(done, (*actions, *_stop_running(world, exclude=actions)))
+
+
+def thinned(losses: dict[int, float], keep_last: int = 256) -> list[LossPoint]:
+    """At most MAX_LOSS_POINTS points: the last ``keep_last`` steps whole, the earlier ones
+    evenly thinned; points that are not finite kept as they are (divergence is a finding)."""
+    steps = sorted(losses)
+    head, tail = steps[:-keep_last], steps[-keep_last:]
+    room = MAX_LOSS_POINTS - len(tail)
+    if len(head) > room:
+        head = [head[round(i * (len(head) - 1) / max(1, room - 1))] for i in range(room)]
+    points = [LossPoint(step=s, loss=losses[s]) for s in [*head, *tail]]
+    return [p for p in points if math.isfinite(p.loss)] + [
+        p for p in points if not math.isfinite(p.loss)
+    ][:1]
+
+
+def _losses(run: RunStatus) -> dict[int, float]:
+    return {p.step: p.loss for p in run.loss_curve or []}
+
+
+def _reading(run: RunStatus) -> RunReading:
+    """A finished run as its status recorded it."""
+    steps = run.steps or 0
+    return RunReading(
+        steps=steps,
+        first_step_at=run.first_step_at,
+        startup_seconds=run.startup_seconds,
+        speed=Speed(
+            tokens_per_second=_interval(run.tokens_per_second, steps),
+            samples_per_second=_interval(run.samples_per_second, steps),
+            steps=steps,
+        ),
+        seconds_per_step=run.seconds_per_step,
+        final_loss=run.final_loss,
+    )
+
+
+def _interval(rate: Rate | None, steps: int) -> Interval | None:
+    return None if rate is None else Interval(rate.mean, rate.low, rate.high, steps)
 
 
 def _economics(found: RunEconomics | None, price: NodePrice) -> RunEconomicsStatus | None:

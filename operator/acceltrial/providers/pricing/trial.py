@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any
 
 from acceltrial.api.spec import CandidateSpec, EconomicsSpec, TrialSpec
+from acceltrial.api.training import TrainingEconomicsSpec
 from acceltrial.engine.costing import VariantResources
 from acceltrial.engine.metrics import Variant
 from acceltrial.providers.pricing.catalog import (
@@ -81,7 +82,7 @@ def _with_factor(source: str, factor: float) -> str:
 
 
 def trial_prices(
-    economics: EconomicsSpec,
+    economics: EconomicsSpec | TrainingEconomicsSpec,
     baseline_instance: str,
     candidate_instance: str,
     source: PriceSource | None,

@@ -1,0 +1,218 @@
+"""The kopf handler that runs a TrainingTrial: a timer reads the trial's Jobs, their first
+pod's log, the prices and the Neuron shape, asks the engine (engine/training/lifecycle.py) what
+comes next, creates or stops Jobs as it says, then writes the status. Decides nothing itself.
+
+Deleting a trial deletes its Jobs through their owner reference (the API server's garbage
+collector), and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import kopf
+from pydantic import ValidationError
+
+from acceltrial.api.training import TRAINING_TERMINAL_PHASES, TrainingTrial, TrainingTrialStatus
+from acceltrial.api.training.resource import TRAINING_GVR
+from acceltrial.api.validation import validate_trial
+from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.compile_gate import JOB_NAME_LABEL
+from acceltrial.engine.training.jobs import ROLES, Role, job_name, training_job
+from acceltrial.engine.training.lifecycle import (
+    CreateJob,
+    JobPhase,
+    JobView,
+    NodePrice,
+    TrainingTick,
+    TrainingWorld,
+    Variant,
+    training_tick,
+)
+from acceltrial.handlers.config import config_from_env
+from acceltrial.handlers.freshness import WrittenStatuses
+from acceltrial.handlers.lifecycle import status_patch
+from acceltrial.handlers.retries import backoff_seconds
+from acceltrial.kube.calls import KubeError
+from acceltrial.kube.gateway import Kube
+from acceltrial.providers.pricing.shapes import NeuronShapes
+from acceltrial.providers.pricing.sources import price_sources
+from acceltrial.providers.pricing.trial import trial_prices
+
+LOG = logging.getLogger(__name__)
+GROUP, VERSION, PLURAL = TRAINING_GVR
+TICK_SECONDS = config_from_env().tick_seconds
+WRITTEN = WrittenStatuses()
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+Manifest = dict[str, Any]
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=TICK_SECONDS / 2)
+def tick_training(body: kopf.Body, memo: kopf.Memo, retry: int = 0, **_: Any) -> None:
+    kube = cast(Kube, memo.kube)
+    delay = backoff_seconds(retry, TICK_SECONDS)
+    raw = _fresh(kube, dict(body), delay)
+    if raw is None:
+        return
+    trial = TrialRef(raw["metadata"]["name"], raw["metadata"]["namespace"],
+                     raw["metadata"]["uid"])  # fmt: skip
+    recorded = raw.get("status") or {}
+    if recorded.get("phase") in TRAINING_TERMINAL_PHASES:
+        return
+    problems = validate_trial({k: v for k, v in raw.items() if k != "status"})
+    if problems:
+        # Bad input: say which field and why; nothing is created.
+        reason = "; ".join(str(p) for p in problems)
+        _write(kube, trial, recorded, {"phase": "Failed", "message": reason}, delay)
+        return
+    loaded = TrainingTrial.model_validate(raw)
+    status = _status(recorded)
+    try:
+        world = _world(kube, loaded, trial)
+        result = training_tick(loaded.spec, status, world)
+        _act(kube, loaded, trial, result)
+    except KubeError as error:
+        if not error.permanent:
+            raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
+        failed = {"phase": "Failed", "message": f"the API server refused: {error}"}
+        _write(kube, trial, recorded, failed, delay)
+        return
+    written = result.status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    _write(kube, trial, recorded, written, delay)
+    if result.status.phase != status.phase:
+        LOG.info("training trial %s/%s: %s -> %s: %s", trial.namespace, trial.name,
+                 status.phase, result.status.phase, result.status.message)  # fmt: skip
+
+
+def _fresh(kube: Kube, raw: Manifest, delay: float) -> Manifest | None:
+    """The trial with the last status this process wrote (read afresh when kopf's copy is
+    behind it, so a run never starts twice or a decision is never made again)."""
+    meta = raw.get("metadata") or {}
+    uid = str(meta.get("uid", ""))
+    if not WRITTEN.behind(uid, raw.get("status") or {}):
+        return raw
+    try:
+        fresh = kube.trial(meta["namespace"], meta["name"], PLURAL)
+    except KubeError as error:
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
+    WRITTEN.forget(uid)
+    return fresh
+
+
+def _status(recorded: Manifest) -> TrainingTrialStatus:
+    try:
+        return TrainingTrialStatus.model_validate(recorded)
+    except ValidationError:
+        return TrainingTrialStatus()  # an unreadable status: start over, Jobs are found again
+
+
+def _world(kube: Kube, loaded: TrainingTrial, trial: TrialRef) -> TrainingWorld:
+    jobs = {role: _job(kube, trial, role) for role in ROLES}
+    prices = _prices(loaded)
+    return TrainingWorld(
+        now=datetime.now(UTC),
+        jobs={role: view for role, view in jobs.items() if view.phase != "Absent"},
+        prices=prices,
+        preflight_problems=tuple(_preflight(loaded, prices)),
+    )
+
+
+def _job(kube: Kube, trial: TrialRef, role: Role) -> JobView:
+    name = job_name(trial, role)
+    job = kube.job(trial.namespace, name)
+    if job is None or job["metadata"].get("deletionTimestamp"):
+        return JobView("Absent")
+    status = job.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []
+                  if c.get("status") == "True"}  # fmt: skip
+    phase: JobPhase = "Running"
+    failure = None
+    if "Complete" in conditions:
+        phase = "Succeeded"
+    elif "Failed" in conditions:
+        phase = "Failed"
+        failed = conditions["Failed"]
+        failure = f"{failed.get('reason', 'Failed')}: {failed.get('message', '')}".rstrip(": ")
+    return JobView(
+        phase=phase,
+        created_at=_time(job["metadata"].get("creationTimestamp")),
+        finished_at=_time(status.get("completionTime")),
+        failure=failure,
+        log=tuple(_first_pod_log(kube, trial.namespace, name)),
+    )
+
+
+def _first_pod_log(kube: Kube, namespace: str, job: str) -> list[str]:
+    """The log of the Job's first pod (completion index 0, else the oldest), stamped."""
+    pods = kube.pods(namespace, {JOB_NAME_LABEL: job})
+    if not pods:
+        return []
+    pods.sort(key=lambda p: ((p["metadata"].get("annotations") or {}).get(COMPLETION_INDEX, "0")
+                             != "0", p["metadata"].get("creationTimestamp") or ""))  # fmt: skip
+    phase = (pods[0].get("status") or {}).get("phase")
+    if phase == "Pending":
+        return []
+    try:
+        text = kube.pod_log(namespace, pods[0]["metadata"]["name"], None, timestamps=True)
+    except KubeError as error:
+        if error.permanent and error.status != 400:
+            raise
+        return []  # a container not started yet answers 400
+    return text.splitlines()
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def _prices(loaded: TrainingTrial) -> dict[Variant, NodePrice]:
+    spec = loaded.spec
+    _, source = price_sources(spec.economics.pricing)
+    prices = trial_prices(spec.economics, spec.baseline.instance_type,
+                          spec.candidate.instance_type, source)  # fmt: skip
+    found: dict[Variant, NodePrice] = {}
+    for variant, price in (("baseline", prices.baseline), ("candidate", prices.candidate)):
+        if price.usd_per_hour is not None:
+            found[cast(Variant, variant)] = NodePrice(price.usd_per_hour, price.source)
+    return found
+
+
+def _preflight(loaded: TrainingTrial, prices: dict[Variant, NodePrice]) -> list[str]:
+    """What prevents the trial from starting: a price unknown, more Neuron devices per pod
+    than the instance type has."""
+    spec = loaded.spec
+    problems = []
+    for variant, instance in (("baseline", spec.baseline.instance_type),
+                              ("candidate", spec.candidate.instance_type)):  # fmt: skip
+        if variant not in prices:
+            problems.append(
+                f"spec.{variant}.instanceType: no price for {instance} in "
+                f"{spec.economics.region}; set spec.economics.pricing: explicit with prices"
+            )
+    shape = NeuronShapes().shape(spec.candidate.instance_type, spec.economics.region)
+    if shape is not None and spec.candidate.neuron_devices > shape.devices:
+        problems.append(
+            f"spec.candidate.neuronDevices: {spec.candidate.instance_type} has "
+            f"{shape.devices} Neuron devices; a pod cannot take {spec.candidate.neuron_devices}"
+        )
+    return problems
+
+
+def _act(kube: Kube, loaded: TrainingTrial, trial: TrialRef, result: TrainingTick) -> None:
+    for action in result.actions:
+        if isinstance(action, CreateJob):
+            kube.apply(training_job(loaded.spec, trial, action.role))
+        else:
+            kube.delete("Job", trial.namespace, job_name(trial, action.role))
+
+
+def _write(kube: Kube, trial: TrialRef, old: Manifest, new: Manifest, delay: float) -> None:
+    patch = status_patch(old, new)
+    try:
+        if patch:
+            kube.patch_trial_status(trial.namespace, trial.name, patch, PLURAL)
+    except KubeError as error:
+        raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
+    WRITTEN.remember(trial.uid, new)

@@ -1,0 +1,170 @@
+"""TrainingTrials end to end on the real control plane: `kopf run -m acceltrial.handlers` with
+the chart's RBAC, the real Job controller and scheduler, kwok's nodes of the trial's instance
+types (the Neuron ones tainted as EKS taints them), and each pod's log read through the API
+server (the kubelet's pods/<name>/log, served by kwok).
+
+A pod prints the log the test bed gives it (``sandbox.acceltrial.dev/log``, on the template;
+the candidate's through ``candidate.podTemplatePatch``), in the formats training scripts use,
+and ends with ``sandbox.acceltrial.dev/exit-code`` when it has one. Three trials at once: a
+cheaper candidate with matching loss (Recommended), one whose loss ends 15% higher
+(NotRecommended, naming the loss), and a precompile that fails (Failed, its log lines kept)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
+from acceltrial_testbed.sandbox.topology import NodeGroup, Topology
+from tests.conftest import EXAMPLES, REPO
+from tests.integration.operator_account import operator_kubeconfig
+from tests.integration.test_lifecycle_e2e import start_operator
+from tests.sandbox.conftest import CRDS, Api, require_real_control_plane, served
+
+pytestmark = pytest.mark.slow
+
+TRAININGS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/trainingtrials"
+JOBS = "/apis/batch/v1/namespaces/{}/jobs"
+NAMESPACES = ("train-ok", "train-diverges", "train-compile-fails")
+LOG = "sandbox.acceltrial.dev/log"
+EXIT_CODE = "sandbox.acceltrial.dev/exit-code"
+
+
+def node_group(name: str, instance_type: str, resources: dict[str, str], **extra: Any) -> NodeGroup:
+    allocatable = {"cpu": "95", "memory": "1100Gi", "pods": "110", **resources}
+    return NodeGroup.model_validate(
+        {"name": name, "instanceType": instance_type, "count": 2, "allocatable": allocatable,
+         **extra}
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    require_real_control_plane()
+    topology = Topology(nodeGroups=[
+        node_group("gpu-p4d", "p4d.24xlarge",
+                   {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"}),
+        node_group("neuron-trn1", "trn1.32xlarge",
+                   {"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "8"},
+                   taints=[{"key": "aws.amazon.com/neuron", "value": "true",
+                            "effect": "NoSchedule"}]),
+    ])  # fmt: skip
+    with RealControlPlane(topology=topology, acceleratortrial_crd=False) as plane:
+        api = Api.to(plane.access)
+        for plural in ("acceleratortrials", "trainingtrials"):
+            crd = yaml.safe_load((REPO / "crds" / f"acceltrial.dev_{plural}.yaml").read_text())
+            assert api.post(CRDS, crd).status == 201
+            served(api, crd["metadata"]["name"], TRAININGS.format("default").replace(
+                "trainingtrials", plural))  # fmt: skip
+        for namespace in NAMESPACES:
+            api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                            "metadata": {"name": namespace}})  # fmt: skip
+        identity = operator_kubeconfig(plane, tmp_path_factory.mktemp("identity"))
+        logs = tmp_path_factory.mktemp("operator")
+        process = start_operator(identity, logs, *NAMESPACES)
+        try:
+            yield api
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def trainer_log(steps: int, tokens_per_second: float, loss_end: float) -> str:
+    """JSON lines as a training script prints them: a few lines of start-up, then a step each."""
+    lines = ["loading checkpoint shards: 100%", "compiling graphs"]
+    for step in range(1, steps + 1):
+        wobble = 1 + 0.01 * math.sin(step * 1.7)
+        loss = 4.0 + (loss_end - 4.0) * step / steps
+        lines.append(
+            json.dumps(
+                {
+                    "step": step,
+                    "loss": round(loss, 5),
+                    "tokens_per_second": round(tokens_per_second * wobble, 1),
+                }
+            )
+        )
+    return "\n".join(lines)
+
+
+def training_trial(namespace: str, *, candidate_loss: float, precompile_fails: bool = False
+                   ) -> dict[str, Any]:  # fmt: skip
+    body: dict[str, Any] = yaml.safe_load(
+        (EXAMPLES / "llama-trn1-training.yaml").read_text().replace("2.0e9", "2.0e+9")
+    )
+    body["metadata"] = {"name": "llama-trn1", "namespace": namespace}
+    spec = body["spec"]
+    spec["run"] = {"steps": 40, "warmupSteps": 5, "sequenceLength": 4096, "timeout": "5m"}
+    spec["baseline"]["template"]["metadata"] = {"annotations": {LOG: trainer_log(40, 40_000, 2.0)}}
+    candidate_annotations = {LOG: trainer_log(40, 80_000, candidate_loss)}
+    if precompile_fails:
+        candidate_annotations = {
+            LOG: "neuron_parallel_compile: 12 graphs\nERROR neuronx-cc: Estimated peak HBM "
+            "usage (18.2GB) exceeds 16GB; compilation failed",
+            EXIT_CODE: "1",
+        }
+    else:
+        spec.pop("precompile")
+        spec.pop("compileCache")
+    spec["candidate"]["podTemplatePatch"] = {"metadata": {"annotations": candidate_annotations}}
+    return body
+
+
+def wait_for_end(api: Api, namespace: str, timeout: float = 120) -> dict[str, Any]:
+    path = f"{TRAININGS.format(namespace)}/llama-trn1"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = api.get(path).body.get("status") or {}
+        if status.get("phase") in ("Recommended", "NotRecommended", "Failed"):
+            return dict(status)
+        time.sleep(0.5)
+    pytest.fail(f"{namespace}: no decision within {timeout:g}s: {api.get(path).body}")
+
+
+def test_three_training_trials_end_as_their_runs_say(api: Api) -> None:
+    trials = {
+        "train-ok": training_trial("train-ok", candidate_loss=2.02),
+        "train-diverges": training_trial("train-diverges", candidate_loss=2.3),
+        "train-compile-fails": training_trial("train-compile-fails", candidate_loss=2.0,
+                                              precompile_fails=True),
+    }  # fmt: skip
+    for namespace, body in trials.items():
+        reply = api.post(TRAININGS.format(namespace), copy.deepcopy(body))
+        assert reply.status == 201, reply.body
+
+    ok = wait_for_end(api, "train-ok")
+    assert ok["phase"] == "Recommended", ok.get("message")
+    assert ok["runs"]["baseline"]["tokensPerSecond"]["mean"] == pytest.approx(40_000, rel=0.01)
+    assert ok["runs"]["candidate"]["tokensPerSecond"]["mean"] == pytest.approx(80_000, rel=0.01)
+    assert ok["runs"]["candidate"]["logFormats"] == ["json"]
+    economics = ok["economics"]
+    # By hand, from the catalog's prices and the trial's figures (start-up a few seconds).
+    hours = 2e9 / 40_000 / 3600
+    assert economics["baseline"]["costPerRun"] == pytest.approx(hours * 21.957642 * 2, rel=0.01)
+    assert economics["candidate"]["hoursPerRun"] == pytest.approx(hours / 2, rel=0.01)
+
+    diverges = wait_for_end(api, "train-diverges")
+    assert diverges["phase"] == "NotRecommended"
+    assert diverges["decision"]["reasonCode"] == "CriterionFailed"
+    assert diverges["decision"]["reason"].startswith("loss-parity: loss_gap +1")
+
+    failed = wait_for_end(api, "train-compile-fails")
+    assert failed["phase"] == "Failed"
+    assert failed["decision"]["reasonCode"] == "CompileFailed"
+    assert "Estimated peak HBM usage (18.2GB) exceeds 16GB" in failed["decision"]["reason"]
+    assert "candidate" not in (failed.get("runs") or {}) or (
+        failed["runs"]["candidate"]["state"] == "Failed"
+    )
+
+    # Capacity given back: no run's Job is left running; deleting a trial deletes its Jobs.
+    for namespace in NAMESPACES:
+        jobs = api.get(JOBS.format(namespace)).body["items"]
+        assert all(j["metadata"].get("deletionTimestamp") or (j.get("status") or {}).get(
+            "conditions") for j in jobs), jobs  # fmt: skip

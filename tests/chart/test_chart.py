@@ -71,6 +71,8 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
     assert grants(rendered) == {
         "acceltrial.dev/acceleratortrials": {"get", "list", "watch", "patch"},
         "acceltrial.dev/acceleratortrials/status": {"patch"},
+        "acceltrial.dev/trainingtrials": {"get", "list", "watch", "patch"},
+        "acceltrial.dev/trainingtrials/status": {"patch"},
         "apiextensions.k8s.io/customresourcedefinitions": {"list", "watch"},
         "/namespaces": {"list", "watch"},
         "apps/deployments": {"get", "list", "create", "patch", "delete"},
@@ -83,7 +85,7 @@ def test_rbac_grants_only_what_the_operator_uses(rendered: dict[str, dict[str, A
         "gateway.networking.k8s.io/httproutes": {"get", "patch"},
         "gateway.networking.k8s.io/referencegrants": {"list"},
         "inference.networking.k8s.io/inferencepools": {"get", "create", "patch", "delete"},
-        "batch/jobs": {"get", "create", "patch"},
+        "batch/jobs": {"get", "create", "patch", "delete"},
         "/pods/log": {"get"},
         "autoscaling/horizontalpodautoscalers": {"get", "list", "patch"},
         "/secrets": {"get"},

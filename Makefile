@@ -48,7 +48,7 @@ demo: $(INSTALLED) tools ## Set up .venv, kubectl, helm and Prometheus, then run
 	$(BIN)/acceltrial demo --scenario $(SCENARIO) --speed $(SPEED)
 
 demo-all: $(INSTALLED) tools ## Run every scenario in examples/scenarios, one after another.
-	@set -e; for scenario in $$(ls examples/scenarios/*.yaml | grep -v '/trial.yaml$$'); do \
+	@set -e; for scenario in $$(ls examples/scenarios/*.yaml | grep -v -e '/trial.yaml$$' -e '/training-trial.yaml$$'); do \
 		$(BIN)/acceltrial demo --scenario $$scenario --speed $(SPEED); done
 
 prometheus: ## Find or fetch Prometheus (PROMETHEUS_BIN, PATH, or Debian's package) into .tools/bin.

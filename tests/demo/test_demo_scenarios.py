@@ -57,8 +57,10 @@ PROMOTE_RUNS = int(os.environ.get("ACCELTRIAL_PROMOTE_RUNS", "10" if os.environ.
 DEMO_CONCURRENCY = max(1, int(os.environ.get("ACCELTRIAL_DEMO_CONCURRENCY", "4")))
 SCENARIOS = [p.stem for p in SHIPPED]
 ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1" or bool(os.environ.get("CI"))
-REAL_ONLY = {"inference-pool", "inference-pool-rollback"}
-"""Scenarios the emulator refuses (InferencePools): skipped where the real plane is not built."""
+TRAINING = {"training-recommended", "training-loss-diverges", "training-compile-fails"}
+REAL_ONLY = {"inference-pool", "inference-pool-rollback", *TRAINING}
+"""Scenarios the emulator refuses (InferencePools, TrainingTrials): skipped where the real plane
+is not built."""
 ON_REAL = {"promote", "shadow-promote", "shadow-rollback", "quality-regression", "quality-parity",
            "capacity-measured", *REAL_ONLY}  # fmt: skip
 """Scenarios run on the real control plane outside CI when it is built (all in CI or with
@@ -265,7 +267,7 @@ def run_and_check(name: str, folder: Path, control_plane: str, *more: str) -> st
     seed = drawn_with(result_file)
     if done.returncode != 0 or "matched" not in done.stdout:
         return f"exit {done.returncode}{seed}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
-    if shutil.which("chromium"):
+    if shutil.which("chromium") and (folder / "report" / "report.html").exists():
         screenshot(folder / "report" / "report.html", f"report-demo-{folder.name}")
     try:
         assert_told_in_order(done.stdout)
@@ -285,6 +287,9 @@ def drawn_with(result_file: Path) -> str:
 
 def check_result(name: str, result: dict[str, Any]) -> None:
     status = result["status"]
+    if result.get("kind") == "TrainingTrial":
+        check_training_result(name, result)
+        return
     if name == "capacity-measured":
         assert_both_variants_swept(result)
     if name == "replicas-router":
@@ -332,6 +337,27 @@ def assert_replicas_router_shares(result: dict[str, Any]) -> None:
     asked = {(p["weight"], p.get("requestedWeight")) for p in report["timeline"]}
     assert (33, 25) in asked, "the first step's share, with the weight it asked"
     assert status["economics"]["projectedMonthlySavings"] > 0
+
+
+def check_training_result(name: str, result: dict[str, Any]) -> None:
+    """A training scenario: nothing left running, and a full run's cost and time equal a hand
+    computation from the scenario's numbers (tokens per second per node, nodes, the catalog's
+    price, the start-up it measured) within 1%."""
+    assert result["runningJobs"] == [], "a Job left running"
+    status = result["status"]
+    if status["phase"] == "Failed":
+        assert status["runs"]["candidate"]["logLines"], "the failed Job's log lines"
+        return
+    catalog = bundled_catalog()
+    scenario = yaml.safe_load((REPO / "examples" / "scenarios" / f"{name}.yaml").read_text())
+    for variant, instance in (("baseline", "p4d.24xlarge"), ("candidate", "trn1.32xlarge")):
+        tokens_per_second = scenario["trainers"][variant]["tokensPerSecond"]  # one node each
+        price = catalog.hourly_price(instance, "us-east-1").usd_per_hour
+        startup = status["runs"][variant]["startupSeconds"]
+        hours = (2.0e9 / tokens_per_second + startup) / 3600
+        figures = status["economics"][variant]
+        assert figures["hoursPerRun"] == pytest.approx(hours, rel=0.01), variant
+        assert figures["costPerRun"] == pytest.approx(hours * price, rel=0.01), variant
 
 
 def assert_told_in_order(stdout: str) -> None:

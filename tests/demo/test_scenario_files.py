@@ -9,11 +9,18 @@ from pathlib import Path
 import pytest
 
 from acceltrial_testbed.demo.runner import at_speed
-from acceltrial_testbed.demo.scenario import ScenarioError, load_scenario
+from acceltrial_testbed.demo.scenario import TRIAL_FILES, ScenarioError, load_scenario
+from acceltrial_testbed.demo.training import (
+    is_training_scenario,
+    load_training_scenario,
+    training_topology,
+    with_trainers,
+)
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "examples" / "scenarios"
-SHIPPED = sorted(p for p in SCENARIOS.glob("*.yaml") if p.stem != "trial")
+SHIPPED = sorted(p for p in SCENARIOS.glob("*.yaml") if p.stem not in TRIAL_FILES)
+TRAINING = [p for p in SHIPPED if is_training_scenario(p)]
 REQUIRED = {
     "promote",
     "latency-regression",
@@ -27,13 +34,32 @@ REQUIRED = {
 
 def test_every_required_scenario_ships() -> None:
     assert {p.stem for p in SHIPPED} >= REQUIRED
+    assert {p.stem for p in TRAINING} == {
+        "training-recommended", "training-loss-diverges", "training-compile-fails",
+    }  # fmt: skip
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in SHIPPED if p not in TRAINING], ids=lambda p: p.stem)
 def test_each_shipped_scenario_loads_with_a_valid_trial(path: Path) -> None:
     scenario, trial = load_scenario(path)
     assert scenario.expect.phase in ("Promoted", "RolledBack", "Aborted", "Failed")
     assert trial["kind"] == "AcceleratorTrial"
+
+
+@pytest.mark.parametrize("path", TRAINING, ids=lambda p: p.stem)
+def test_each_training_scenario_loads_and_its_pods_get_the_trainers(path: Path) -> None:
+    """Told apart by its content (``trainers``); without a topology the cluster gets the
+    nodes the trial asks for, the Neuron ones tainted; the trainers reach both templates."""
+    scenario, trial = load_training_scenario(path)
+    groups = {g.instance_type: g for g in training_topology(trial).node_groups}
+    assert groups["p4d.24xlarge"].allocatable["nvidia.com/gpu"] == "8"
+    assert groups["trn1.32xlarge"].allocatable["aws.amazon.com/neuron"] == "16"
+    assert [t.key for t in groups["trn1.32xlarge"].taints] == ["aws.amazon.com/neuron"]
+    played = with_trainers(trial, scenario.trainers)["spec"]
+    baseline = played["baseline"]["template"]["metadata"]["annotations"]
+    candidate = played["candidate"]["podTemplatePatch"]["metadata"]["annotations"]
+    assert '"tokensPerSecond":40000.0' in baseline["sandbox.acceltrial.dev/trainer"]
+    assert '"tokensPerSecond":58750.0' in candidate["sandbox.acceltrial.dev/trainer"]
 
 
 USER_WRITTEN = sorted((REPO / "tests" / "fixtures" / "user-scenarios").glob("*.yaml"))

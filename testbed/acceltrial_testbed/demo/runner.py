@@ -54,6 +54,7 @@ from acceltrial_testbed.demo.scenario import (
     seconds,
     shipped_scenarios,
 )
+from acceltrial_testbed.demo.training import is_training_scenario, run_training
 from acceltrial_testbed.demo.user import ScriptedUser, served_by
 from acceltrial_testbed.sandbox.choices import ControlPlane, uses_real_control_plane
 from acceltrial_testbed.sandbox.fleet.accelerators import ExporterOptions
@@ -128,6 +129,8 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
             file=sys.stderr,
         )
         return 2
+    if is_training_scenario(path):
+        return run_training(path, options.control_plane, options.result_file, options.keep, out)
     try:
         scenario, trial = load_scenario(path)
         trial = at_speed(trial, options.speed)

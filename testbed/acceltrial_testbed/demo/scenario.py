@@ -28,6 +28,8 @@ from acceltrial.engine.quality.prompts import PromptsError, parse_prompts
 from acceltrial_testbed.demo.route import RouteSpec, route_problems, with_route_namespace
 
 SCENARIOS_DIR = Path("examples") / "scenarios"
+TRIAL_FILES = frozenset({"trial", "training-trial"})
+"""The trials the shipped scenarios patch: in the folder, not scenarios themselves."""
 Manifest = dict[str, Any]
 
 
@@ -350,10 +352,10 @@ def _scenario_folders() -> tuple[Path, Path]:
 
 
 def shipped_scenarios() -> list[str]:
-    """Names of the scenarios in ``examples/scenarios`` (every YAML file but the trial), of the
+    """Names of the scenarios in ``examples/scenarios`` (every YAML file but the trials), of the
     working directory or else of the source checkout this package runs from."""
     folder = next((f for f in _scenario_folders() if f.is_dir()), SCENARIOS_DIR)
-    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "trial")
+    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in TRIAL_FILES)
 
 
 def load_scenario(path: Path) -> tuple[Scenario, Manifest]:

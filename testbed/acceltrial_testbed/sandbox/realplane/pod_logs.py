@@ -10,26 +10,32 @@ loopback while pods keep their nodes' addresses.
 What a pod prints is the test bed's ``sandbox.acceltrial.dev/log`` annotation, as on the
 emulator (sandbox/jobs.py): :class:`PodLogs` finds the pods of Jobs that carry it, writes it to a
 file in the CRI log format (``<time> stdout F <line>``, what kwok reads, as a kubelet does) and
-creates the pod's ``Logs``. Only Jobs' pods are looked at (a label selector), every
-:data:`POLL_SECONDS`.
+creates the pod's ``Logs``. A pod with a ``sandbox.acceltrial.dev/trainer`` annotation instead
+plays the simulated trainer (sandbox/trainer.py): once Running, its lines are appended as they
+fall due, each stamped with its time, and when its script ends the pod gets the exit-code
+annotation kwok's stage ends it with (kwok-job-stages.yaml). Only Jobs' pods are looked at (a
+label selector), every :data:`POLL_SECONDS`.
 """
 
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from acceltrial_testbed.sandbox.jobs import LOG
+from acceltrial_testbed.sandbox.jobs import EXIT_CODE, LOG
 from acceltrial_testbed.sandbox.realplane.client import AdminClient, ApiError
+from acceltrial_testbed.sandbox.trainer import STEPS_ENV, TRAINER, Behaviour, Script, script
 
 KUBELET_ADDRESS = {"type": "ExternalIP", "address": "127.0.0.1"}
 """Where the API server reaches each Node's kubelet API (kwok's server)."""
 KUBELET_ADDRESS_TYPES = "--kubelet-preferred-address-types=ExternalIP"
 LOGS = "/apis/kwok.x-k8s.io/v1alpha1/namespaces/{}/logs"
 JOB_PODS = "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name"
-POLL_SECONDS = 1.0
+POLL_SECONDS = 0.5
+VARIANT_LABEL = "acceltrial.dev/variant"
 
 
 def node_addresses(addresses: list[dict[str, str]], name: str) -> list[dict[str, str]]:
@@ -51,6 +57,7 @@ class PodLogs:
         self.client = client
         self.directory = directory
         self._served: set[str] = set()
+        self._playing: dict[str, _Playing] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-logs", daemon=True)
 
@@ -76,6 +83,9 @@ class PodLogs:
         for pod in listed.get("items") or []:
             meta = pod["metadata"]
             uid = meta["uid"]
+            if TRAINER in (meta.get("annotations") or {}):
+                self._play(pod)
+                continue
             text = (meta.get("annotations") or {}).get(LOG)
             if uid in self._served or text is None:
                 continue
@@ -87,9 +97,43 @@ class PodLogs:
                     continue
             self._served.add(uid)
 
+    def _play(self, pod: dict[str, Any]) -> None:
+        """Append the trainer's lines that fell due; end the pod when its script ends."""
+        meta = pod["metadata"]
+        playing = self._playing.get(meta["uid"])
+        if playing is None:
+            if (pod.get("status") or {}).get("phase") != "Running" or meta.get("deletionTimestamp"):
+                return
+            playing = _Playing(_script_of(pod), datetime.now(UTC))
+            try:
+                self._serve(pod, "")
+            except ApiError as error:
+                if error.status != 409:
+                    return
+            self._playing[meta["uid"]] = playing
+        elapsed = (datetime.now(UTC) - playing.started).total_seconds()
+        due = [(at, line) for at, line in playing.script.lines[playing.printed :] if at <= elapsed]
+        if due:
+            with self._log_path(meta).open("a", encoding="utf-8") as log:
+                for at, line in due:
+                    log.write(cri_lines(line, playing.started + timedelta(seconds=at)))
+            playing.printed += len(due)
+        if elapsed >= playing.script.ends_at and not playing.ended:
+            path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+            exit_code = {"metadata": {"annotations": {EXIT_CODE: str(playing.script.exit_code)}}}
+            try:
+                self.client.merge_patch(path, exit_code)
+            except ApiError as error:
+                if error.status != 404:
+                    return
+            playing.ended = True
+
+    def _log_path(self, meta: dict[str, Any]) -> Path:
+        return self.directory / f"{meta['namespace']}_{meta['name']}_{meta['uid']}.log"
+
     def _serve(self, pod: dict[str, Any], text: str) -> None:
         meta = pod["metadata"]
-        path = self.directory / f"{meta['namespace']}_{meta['name']}_{meta['uid']}.log"
+        path = self._log_path(meta)
         created = datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
         path.write_text(cri_lines(text, created), encoding="utf-8")
         containers = [c["name"] for c in pod["spec"]["containers"]]
@@ -100,3 +144,23 @@ class PodLogs:
             "spec": {"logs": [{"containers": containers, "logsFile": str(path)}]},
         }
         self.client.create(LOGS.format(meta["namespace"]), body)
+
+
+@dataclass
+class _Playing:
+    """A trainer pod being played: its script, when it started, how far it printed."""
+
+    script: Script
+    started: datetime
+    printed: int = 0
+    ended: bool = False
+
+
+def _script_of(pod: dict[str, Any]) -> Script:
+    """The trainer's script for the pod: its behaviour, its role, its steps."""
+    meta = pod["metadata"]
+    behaviour = Behaviour.model_validate_json(str(meta["annotations"][TRAINER]))
+    role = (meta.get("labels") or {}).get(VARIANT_LABEL, "baseline")
+    env = [e for c in pod["spec"]["containers"] for e in c.get("env") or []]
+    steps = next((int(e["value"]) for e in env if e.get("name") == STEPS_ENV), 100)
+    return script(behaviour, role, steps)

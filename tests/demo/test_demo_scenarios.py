@@ -340,24 +340,28 @@ def assert_replicas_router_shares(result: dict[str, Any]) -> None:
 
 
 def check_training_result(name: str, result: dict[str, Any]) -> None:
-    """A training scenario: nothing left running, and a full run's cost and time equal a hand
-    computation from the scenario's numbers (tokens per second per node, nodes, the catalog's
-    price, the start-up it measured) within 1%."""
+    """A training scenario: nothing left running, a report written, and a full run's cost and
+    time in the report equal a hand computation from the scenario's numbers (tokens per second
+    per node, one node each, the catalog's price, the start-up the run measured) within 1%."""
     assert result["runningJobs"] == [], "a Job left running"
-    status = result["status"]
+    status, report = result["status"], result["report"]
+    assert report is not None, "no report written"
+    assert report["phase"] == status["phase"]
     if status["phase"] == "Failed":
         assert status["runs"]["candidate"]["logLines"], "the failed Job's log lines"
+        assert report["candidate"]["logLines"] == status["runs"]["candidate"]["logLines"]
         return
     catalog = bundled_catalog()
     scenario = yaml.safe_load((REPO / "examples" / "scenarios" / f"{name}.yaml").read_text())
     for variant, instance in (("baseline", "p4d.24xlarge"), ("candidate", "trn1.32xlarge")):
-        tokens_per_second = scenario["trainers"][variant]["tokensPerSecond"]  # one node each
+        tokens_per_second = scenario["trainers"][variant]["tokensPerSecond"]
         price = catalog.hourly_price(instance, "us-east-1").usd_per_hour
-        startup = status["runs"][variant]["startupSeconds"]
-        hours = (2.0e9 / tokens_per_second + startup) / 3600
-        figures = status["economics"][variant]
-        assert figures["hoursPerRun"] == pytest.approx(hours, rel=0.01), variant
-        assert figures["costPerRun"] == pytest.approx(hours * price, rel=0.01), variant
+        hours = (2.0e9 / tokens_per_second + report[variant]["startupSeconds"]) / 3600
+        assert report[variant]["hoursPerRun"] == pytest.approx(hours, rel=0.01), variant
+        assert report[variant]["costPerRun"] == pytest.approx(hours * price, rel=0.01), variant
+    saving = report["baseline"]["costPerRun"] - report["candidate"]["costPerRun"]
+    assert report["payback"]["monthlySaving"] == pytest.approx(saving * 4)
+    assert report["payback"]["months"] == pytest.approx(80 * 120 / (saving * 4))
 
 
 def assert_told_in_order(stdout: str) -> None:

@@ -133,7 +133,7 @@ def test_refused_trials_are_reported_and_change_nothing(api: Api, log: Path) -> 
 
 
 def test_a_baseline_without_containers_fails_with_a_reason(api: Api, log: Path) -> None:
-    install_baseline(api, "no-containers")
+    install_baseline(api, "no-containers", serving=False)
     path = "/apis/apps/v1/namespaces/no-containers/deployments/llama3-gpu"
     reply = api.json_patch(path, [{"op": "replace", "path": "/spec/template/spec/containers",
                                    "value": []}])  # fmt: skip
@@ -149,7 +149,7 @@ def test_a_baseline_without_containers_fails_with_a_reason(api: Api, log: Path) 
 
 
 def test_an_httproute_with_unknown_fields_is_read_and_kept(api: Api, log: Path) -> None:
-    install_baseline(api, "odd-route")
+    install_baseline(api, "odd-route", serving=False)
     route = "/apis/gateway.networking.k8s.io/v1/namespaces/odd-route/httproutes/llama3"
     odd = [
         {"op": "add", "path": "/spec/rules/0/futureField", "value": {"x": [1, 2]}},
@@ -166,7 +166,7 @@ def test_an_httproute_with_unknown_fields_is_read_and_kept(api: Api, log: Path) 
 
 
 def test_a_status_edited_by_a_person_does_not_crash_the_operator(api: Api, log: Path) -> None:
-    install_baseline(api, "edited")
+    install_baseline(api, "edited", serving=False)
     api.post(TRIALS.format("edited"), trial("edited", "http://127.0.0.1:9"))
     path = f"{TRIALS.format('edited')}/llama3-inf2"
     eventually(lambda: status_of(api, "edited", "llama3-inf2").get("phase"), 120)

@@ -215,7 +215,10 @@ def on_backend_of(cluster: Backend) -> Callable[[pytest.Item], bool]:
     return lambda item: item.callspec.params["cluster"] == backend  # type: ignore[attr-defined]
 
 
-def install_baseline(api: Api, namespace: str) -> None:
+def install_baseline(api: Api, namespace: str, *, serving: bool = True) -> None:
+    """The GPU baseline (two replicas), its Service and its route; with ``serving``, once its
+    Deployment is Available, as a user's baseline is when they apply a trial (a trial's
+    preflight waits for it only within its progressDeadline)."""
     api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                     "metadata": {"name": namespace}})  # fmt: skip
     labels = {"app": "llama3"}
@@ -254,10 +257,9 @@ def install_baseline(api: Api, namespace: str) -> None:
     assert api.post(f"/api/v1/namespaces/{namespace}/services", service).status == 201
     routes = f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes"
     assert api.post(routes, route).status == 201
-    # Serving, as a user's baseline is when they apply a trial: a trial's preflight waits for
-    # it only within its progressDeadline.
-    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/llama3-gpu"
-    eventually(lambda: available(api.get(path).body), timeout=120)
+    if serving:
+        path = f"/apis/apps/v1/namespaces/{namespace}/deployments/llama3-gpu"
+        eventually(lambda: available(api.get(path).body), timeout=120)
 
 
 def available(deployment: dict[str, Any]) -> bool:

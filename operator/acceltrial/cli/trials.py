@@ -11,15 +11,18 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from kubernetes import client, config
+from pydantic import ValidationError
 
 from acceltrial.api.actions import ACTION_ANNOTATION, USER_ACTIONS
-from acceltrial.api.report import UnreadableReport, read_report, report_name
+from acceltrial.api.report import REPORT_KEY, UnreadableReport, read_report, report_name
 from acceltrial.api.status import TERMINAL_PHASES
+from acceltrial.api.training.report import TrainingReport
 from acceltrial.engine.routing import share_text
 from acceltrial.kube.calls import KubeError
 from acceltrial.kube.gateway import Kube
 from acceltrial.pages import progress_bar as progress
 from acceltrial.pages.render import html_page, markdown
+from acceltrial.pages.training import training_html, training_markdown
 
 ACTIONS = USER_ACTIONS
 MESSAGE_WIDTH = 80
@@ -146,8 +149,12 @@ def show_status(
 
 
 def show_report(target: Target, name: str, output: str, out: TextIO) -> int:
-    _trial(target, name)
     config_map = _ask(lambda: target.kube.config_map(target.namespace, report_name(name)))
+    training = training_report_in(config_map)
+    if training is not None:  # a TrainingTrial's report
+        out.write(render_training(training, output))
+        return 0
+    _trial(target, name)
     try:
         report = read_report(config_map)
     except UnreadableReport as error:
@@ -161,6 +168,23 @@ def show_report(target: Target, name: str, output: str, out: TextIO) -> int:
     else:
         out.write(markdown(report))
     return 0
+
+
+def training_report_in(config_map: dict[str, Any] | None) -> TrainingReport | None:
+    """The TrainingTrial report a ``<trial>-report`` ConfigMap holds, if it holds one."""
+    text = ((config_map or {}).get("data") or {}).get(REPORT_KEY)
+    if not text or '"kind":"TrainingTrial"' not in text.replace(" ", ""):
+        return None
+    try:
+        return TrainingReport.model_validate_json(text)
+    except ValidationError as error:
+        raise CliError(f"the training report is unreadable: {error}") from None
+
+
+def render_training(report: TrainingReport, output: str) -> str:
+    if output == "json":
+        return json.dumps(report.model_dump(mode="json", by_alias=True), indent=2) + "\n"
+    return training_html(report) if output == "html" else training_markdown(report)
 
 
 def act(target: Target, name: str, action: str, out: TextIO) -> int:

@@ -15,10 +15,11 @@ from typing import Any, cast
 import kopf
 from pydantic import ValidationError
 
+from acceltrial.api.report import REPORT_KEY, report_name
 from acceltrial.api.training import TRAINING_TERMINAL_PHASES, TrainingTrial, TrainingTrialStatus
 from acceltrial.api.training.resource import TRAINING_GVR
 from acceltrial.api.validation import validate_trial
-from acceltrial.engine.candidate import TrialRef
+from acceltrial.engine.candidate import TRIAL_LABEL, TrialRef, owner_reference
 from acceltrial.engine.compile_gate import JOB_NAME_LABEL
 from acceltrial.engine.training.jobs import ROLES, Role, job_name, training_job
 from acceltrial.engine.training.lifecycle import (
@@ -31,6 +32,7 @@ from acceltrial.engine.training.lifecycle import (
     Variant,
     training_tick,
 )
+from acceltrial.engine.training.report import training_report
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
 from acceltrial.handlers.lifecycle import status_patch
@@ -79,6 +81,8 @@ def tick_training(body: kopf.Body, memo: kopf.Memo, retry: int = 0, **_: Any) ->
         failed = {"phase": "Failed", "message": f"the API server refused: {error}"}
         _write(kube, trial, recorded, failed, delay)
         return
+    if result.status.phase in TRAINING_TERMINAL_PHASES:
+        _write_report(kube, loaded, trial, result.status, delay)
     written = result.status.model_dump(mode="json", by_alias=True, exclude_none=True)
     _write(kube, trial, recorded, written, delay)
     if result.status.phase != status.phase:
@@ -206,6 +210,31 @@ def _act(kube: Kube, loaded: TrainingTrial, trial: TrialRef, result: TrainingTic
             kube.apply(training_job(loaded.spec, trial, action.role))
         else:
             kube.delete("Job", trial.namespace, job_name(trial, action.role))
+
+
+def _write_report(
+    kube: Kube, loaded: TrainingTrial, trial: TrialRef, status: TrainingTrialStatus, delay: float
+) -> None:
+    """The decision report, a ConfigMap <trial>-report owned by the trial (before the status
+    that says the trial ended: a retried tick writes it again, never loses it)."""
+    report = training_report(trial.name, trial.namespace, loaded.spec, status)
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": report_name(trial.name),
+            "namespace": trial.namespace,
+            "labels": {TRIAL_LABEL: trial.name},
+            "ownerReferences": [owner_reference(trial, "TrainingTrial")],
+        },
+        "data": {REPORT_KEY: report.model_dump_json(by_alias=True, exclude_none=True)},
+    }
+    try:
+        kube.apply(manifest)
+    except KubeError as error:
+        if not error.permanent:
+            raise kopf.TemporaryError(f"will retry in {delay:g}s: {error}", delay=delay) from error
+        LOG.warning("training trial %s: the report was not written: %s", trial.name, error)
 
 
 def _write(kube: Kube, trial: TrialRef, old: Manifest, new: Manifest, delay: float) -> None:

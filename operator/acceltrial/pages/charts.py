@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from acceltrial.api.report import CriterionLimit, CriterionSummary, Point, Report
+from acceltrial.api.training.report import TrainingReport
 from acceltrial.pages.units import asked, metric_value
 
 # Text stays text in the SVG: selectable, searchable, rendered in the page's font.
@@ -203,3 +204,17 @@ def charts(report: Report) -> list[tuple[str, str]]:
         if svg is not None:
             made.append((f"{criterion.name}: {criterion.judged}", svg))
     return made
+
+
+def loss_chart(report: TrainingReport) -> str:
+    """A training trial's two loss curves, step by step after the warm-up, on one chart."""
+    figure, axis = plt.subplots(figsize=(8, 3.2))
+    for variant in ("baseline", "candidate"):
+        curve = getattr(report, variant).loss_curve
+        axis.plot([p.step for p in curve], [p.loss for p in curve], label=variant,
+                  color=COLOURS[variant], linewidth=1.4)  # fmt: skip
+    axis.set_xlabel("step")
+    axis.set_ylabel("loss")
+    axis.legend(frameon=False)
+    axis.grid(alpha=0.3)
+    return _svg(figure)

@@ -130,7 +130,8 @@ def run_demo(options: DemoOptions, out: TextIO) -> int:
         )
         return 2
     if is_training_scenario(path):
-        return run_training(path, options.control_plane, options.result_file, options.keep, out)
+        return run_training(path, options.control_plane, options.result_file, options.keep, out,
+                            options.report_dir)  # fmt: skip
     try:
         scenario, trial = load_scenario(path)
         trial = at_speed(trial, options.speed)

@@ -28,9 +28,12 @@ from pydantic import Field, ValidationError
 
 from acceltrial.api.base import ApiModel
 from acceltrial.api.durations import Duration, duration_seconds
+from acceltrial.api.report import REPORT_KEY, report_name
+from acceltrial.api.training.report import TrainingReport
 from acceltrial.api.training.status import TrainingReasonCode
 from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import merge_patch
+from acceltrial.pages.training import training_html, training_markdown
 from acceltrial.providers.pricing.catalog import bundled_catalog
 from acceltrial_testbed.demo.cluster import Client
 from acceltrial_testbed.demo.plane import (
@@ -267,19 +270,26 @@ def expected_text(expect: TrainingExpect) -> str:
     return f"{expect.phase}{code}"
 
 
-def result_json(status: Manifest, jobs: list[Manifest], matched: bool) -> str:
+def result_json(
+    status: Manifest, jobs: list[Manifest], matched: bool, report: Manifest | None = None
+) -> str:
     running = [j["metadata"]["name"] for j in jobs if not (j.get("status") or {}).get(
         "conditions") and not j["metadata"].get("deletionTimestamp")]  # fmt: skip
     return json.dumps({"kind": "TrainingTrial", "status": status, "runningJobs": running,
-                       "matched": matched}, indent=2)  # fmt: skip
+                       "matched": matched, "report": report}, indent=2)  # fmt: skip
 
 
 def timeout_seconds(scenario: TrainingScenario) -> float:
     return duration_seconds(scenario.timeout)
 
 
-def run_training(
-    path: Path, control_plane: ControlPlane, result_file: Path | None, keep: bool, out: TextIO
+def run_training(  # noqa: PLR0917
+    path: Path,
+    control_plane: ControlPlane,
+    result_file: Path | None,
+    keep: bool,
+    out: TextIO,
+    report_dir: Path | None = None,
 ) -> int:
     """Run a training scenario; 0 when it ends as ``expect`` says, 1 when not, 2 when it
     cannot run (a mistake in it, or no real control plane: training trials run on it only)."""
@@ -305,8 +315,9 @@ def run_training(
     folder = Path(tempfile.mkdtemp(prefix="acceltrial-demo-"))
     matched = False
     try:
-        matched = _run_training(scenario, with_trainers(trial, scenario.trainers), topology,
-                                control_plane, folder, result_file, say, out)  # fmt: skip
+        played = with_trainers(trial, scenario.trainers)
+        files = (result_file, report_dir)
+        matched = _run_training(scenario, played, topology, control_plane, folder, files, say, out)
     except CannotStart as error:
         say(f"the control plane did not start: {error}")
     finally:
@@ -323,10 +334,11 @@ def _run_training(  # noqa: PLR0917
     topology: Topology,
     control_plane: ControlPlane,
     folder: Path,
-    result_file: Path | None,
+    files: tuple[Path | None, Path | None],
     say: Any,
     out: TextIO,
 ) -> bool:
+    result_file, report_dir = files
     namespace = str(trial["metadata"].get("namespace", "default"))
     name = trial["metadata"]["name"]
     with local_cluster(control_plane, topology) as cluster:
@@ -344,6 +356,7 @@ def _run_training(  # noqa: PLR0917
             body = watch(client, f"{TRAININGS.format(namespace)}/{name}",
                          timeout_seconds(scenario), say)  # fmt: skip
             jobs = (client.get(JOBS.format(namespace)) or {}).get("items") or []
+            report = _report(client, namespace, name)
         finally:
             operator.terminate()
             operator.wait(timeout=30)
@@ -355,8 +368,30 @@ def _run_training(  # noqa: PLR0917
     print(f"  why: {decision.get('reason') or status.get('message')}", file=out)
     for line in summary(status):
         print(line, file=out)
+    if report is not None:
+        for answer in report.checklist:
+            print(f"  {answer.question} {answer.answer}", file=out)
+        if report_dir is not None:
+            _save_report(report, report_dir)
+            print(f"Report written to {report_dir}/report.{{json,md,html}}", file=out)
     matched, said = matches(scenario.expect, status)
     print(f"Expected {expected_text(scenario.expect)}: {said}", file=out, flush=True)
     if result_file is not None:
-        result_file.write_text(result_json(status, jobs, matched), encoding="utf-8")
+        report_json = None if report is None else report.model_dump(mode="json", by_alias=True)
+        result_file.write_text(result_json(status, jobs, matched, report_json), encoding="utf-8")
     return matched
+
+
+def _report(client: Client, namespace: str, name: str) -> TrainingReport | None:
+    config_map = client.get(f"/api/v1/namespaces/{namespace}/configmaps/{report_name(name)}")
+    text = ((config_map or {}).get("data") or {}).get(REPORT_KEY)
+    return None if not text else TrainingReport.model_validate_json(text)
+
+
+def _save_report(report: TrainingReport, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(
+        report.model_dump_json(by_alias=True, indent=2), encoding="utf-8"
+    )
+    (folder / "report.md").write_text(training_markdown(report), encoding="utf-8")
+    (folder / "report.html").write_text(training_html(report), encoding="utf-8")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,16 +25,17 @@ import yaml
 
 from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from acceltrial_testbed.sandbox.topology import NodeGroup, Topology
-from tests.conftest import EXAMPLES, REPO
+from acceltrial_testbed.sandbox.trainer import HOLD, TRAINER, Behaviour
+from tests.conftest import EXAMPLES, REPO, environ_with
 from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.test_lifecycle_e2e import start_operator
-from tests.sandbox.conftest import CRDS, Api, require_real_control_plane, served
+from tests.sandbox.conftest import CRDS, Api, eventually, require_real_control_plane, served
 
 pytestmark = pytest.mark.slow
 
 TRAININGS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/trainingtrials"
 JOBS = "/apis/batch/v1/namespaces/{}/jobs"
-NAMESPACES = ("train-ok", "train-diverges", "train-compile-fails")
+NAMESPACES = ("train-ok", "train-diverges", "train-compile-fails", "train-deleted")
 LOG = "sandbox.acceltrial.dev/log"
 EXIT_CODE = "sandbox.acceltrial.dev/exit-code"
 
@@ -46,7 +49,7 @@ def node_group(name: str, instance_type: str, resources: dict[str, str], **extra
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealControlPlane]:
     require_real_control_plane()
     topology = Topology(nodeGroups=[
         node_group("gpu-p4d", "p4d.24xlarge",
@@ -70,10 +73,15 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         logs = tmp_path_factory.mktemp("operator")
         process = start_operator(identity, logs, *NAMESPACES)
         try:
-            yield api
+            yield plane
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def api(plane: RealControlPlane) -> Api:
+    return Api.to(plane.access)
 
 
 def trainer_log(steps: int, tokens_per_second: float, loss_end: float) -> str:
@@ -128,7 +136,7 @@ def wait_for_end(api: Api, namespace: str, timeout: float = 120) -> dict[str, An
     pytest.fail(f"{namespace}: no decision within {timeout:g}s: {api.get(path).body}")
 
 
-def test_three_training_trials_end_as_their_runs_say(api: Api) -> None:
+def test_three_training_trials_end_as_their_runs_say(api: Api, plane: RealControlPlane) -> None:
     trials = {
         "train-ok": training_trial("train-ok", candidate_loss=2.02),
         "train-diverges": training_trial("train-diverges", candidate_loss=2.3),
@@ -150,6 +158,17 @@ def test_three_training_trials_end_as_their_runs_say(api: Api) -> None:
     assert economics["baseline"]["costPerRun"] == pytest.approx(hours * 21.957642 * 2, rel=0.01)
     assert economics["candidate"]["hoursPerRun"] == pytest.approx(hours / 2, rel=0.01)
 
+    # `acceltrial report` shows it, as a user reads it.
+    shown = subprocess.run(
+        [sys.executable, "-m", "acceltrial.cli.main", "report", "llama-trn1", "-n", "train-ok"],
+        env=environ_with(KUBECONFIG=str(plane.kubeconfig)), capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    page = shown.stdout
+    assert page.startswith("# Training trial report: train-ok/llama-trn1")
+    assert "| cost per full run |" in page
+
     diverges = wait_for_end(api, "train-diverges")
     assert diverges["phase"] == "NotRecommended"
     assert diverges["decision"]["reasonCode"] == "CriterionFailed"
@@ -163,8 +182,36 @@ def test_three_training_trials_end_as_their_runs_say(api: Api) -> None:
         failed["runs"]["candidate"]["state"] == "Failed"
     )
 
-    # Capacity given back: no run's Job is left running; deleting a trial deletes its Jobs.
-    for namespace in NAMESPACES:
+    # Capacity given back: no run's Job is left running.
+    for namespace in NAMESPACES[:3]:
         jobs = api.get(JOBS.format(namespace)).body["items"]
         assert all(j["metadata"].get("deletionTimestamp") or (j.get("status") or {}).get(
             "conditions") for j in jobs), jobs  # fmt: skip
+
+
+def test_deleting_a_trial_mid_run_deletes_its_jobs_and_nothing_else(api: Api) -> None:
+    """The trial owns its Jobs (and they their pods): the API server's garbage collector
+    deletes them with it; a ConfigMap of the user's in the namespace stays."""
+    namespace = "train-deleted"
+    body = training_trial(namespace, candidate_loss=2.0)
+    spec = body["spec"]
+    # The simulated trainer (sandbox/trainer.py) keeps the pods running while it prints.
+    slow = Behaviour(tokens_per_second=40_000, startup_seconds=1).model_dump_json(by_alias=True)
+    spec["baseline"]["template"]["metadata"] = {"annotations": {TRAINER: slow, **HOLD}}
+    spec["candidate"]["podTemplatePatch"] = {"metadata": {"annotations": {TRAINER: slow, **HOLD}}}
+    spec["run"]["steps"] = 400
+    users = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "users-own"},
+             "data": {"a": "b"}}  # fmt: skip
+    assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", users).status == 201
+    assert api.post(TRAININGS.format(namespace), body).status == 201
+    path = f"{TRAININGS.format(namespace)}/llama-trn1"
+    eventually(lambda: ((api.get(path).body.get("status") or {}).get("runs") or {}).get(
+        "baseline", {}).get("steps"), timeout=90)  # fmt: skip
+    assert len(api.get(JOBS.format(namespace)).body["items"]) == 2
+
+    assert api.delete(path).status == 200
+
+    eventually(lambda: api.get(JOBS.format(namespace)).body["items"] == [], timeout=60)
+    eventually(lambda: api.get(f"/api/v1/namespaces/{namespace}/pods").body["items"] == [],
+               timeout=60)  # fmt: skip
+    assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/users-own").status == 200

@@ -28,20 +28,40 @@ def test_a_doubling_that_adds_less_than_a_tenth_is_flat() -> None:
 
 
 def test_a_broken_slo_is_bisected_down_to_an_eighth() -> None:
-    stairs = [stair(1, 4), stair(2, 8), stair(4, 15), stair(8, 29), stair(16, 30, p99=2.6)]
+    stairs = [stair(1, 4), stair(2, 8), stair(4, 15), stair(8, 29), stair(16, 36, p99=2.6)]
     assert next_stair(stairs, SLO, BOUNDS, 50).concurrency == 12
-    stairs.append(stair(12, 31, p99=1.9))
+    stairs.append(stair(12, 30, p99=1.9))
     assert next_stair(stairs, SLO, BOUNDS, 60).concurrency == 14
-    stairs.append(stair(14, 31, p99=2.2))
+    stairs.append(stair(14, 37, p99=2.2))
     planned = next_stair(stairs, SLO, BOUNDS, 70)  # 12 and 14: 2 apart, more than 12 / 8
     assert planned.concurrency == 13
-    stairs.append(stair(13, 31, p99=2.1))
+    stairs.append(stair(13, 37, p99=2.1))
     planned = next_stair(stairs, SLO, BOUNDS, 80)
     assert (planned.concurrency, planned.stopped_because) == (None, "slo")
     assert planned.why == "latency p99 2.1 s above 2 s at concurrency 13"
     best = best_stair(stairs, SLO)
     assert best is not None
     assert best.concurrency == 12
+
+
+def test_a_broken_stair_with_the_best_goodput_already_is_saturation_not_bisected() -> None:
+    """The baseline replica of capacity-measured (true capacity 16.5): 64 clients fail 95% of
+    their requests yet the pod answers 16.9 a second, as at 32: stairs at 48, 56 and 60 (45 s of
+    the sweep) could only find the same figure."""
+    stairs = [stair(4, 2.5), stair(8, 6.2), stair(16, 12.9), stair(32, 17.6),
+              stair(64, 16.9, failed=3200)]  # fmt: skip
+    planned = next_stair(stairs, SLO, BOUNDS, 60)
+    assert (planned.concurrency, planned.stopped_because) == (None, "errors")
+    assert planned.why.endswith(
+        "its 16.9 requests/s are within 10% of the 17.6 below it: the pod is saturated, no "
+        "stair in between carries more"
+    )
+    best = best_stair(stairs, SLO)
+    assert best is not None
+    assert best.concurrency == 32
+    # A server whose goodput collapses past its knee is bisected still: its knee is between.
+    collapsing = [*stairs[:4], stair(64, 6.0, failed=3200)]
+    assert next_stair(collapsing, SLO, BOUNDS, 60).concurrency == 48
 
 
 def test_errors_stop_the_sweep_and_a_pod_that_breaks_alone_has_no_capacity() -> None:

@@ -12,6 +12,9 @@ theirs:
   above its limit beyond chance, :data:`ERROR_ALPHA`: ``errors``) ends the doubling, and the
   concurrency is then bisected between the last stair within the SLO and the first beyond
   it, while the two lie more than :data:`RESOLUTION` apart (a knee found to within an eighth);
+  unless the broken stair's goodput is within :data:`FLAT_GAIN` of the best below it: the pod
+  is saturated there and no stair in between can carry more, so the sweep ends at once (still
+  ``slo`` or ``errors``: the limit it broke);
 - a doubling that adds less than :data:`FLAT_GAIN` to the best goodput so far ends it too:
   ``flat``, as Inference Recommender's ``FlatInvocations`` stops when invocations stop rising;
 - the sweep's time (``maxDuration``) or its concurrency bound ends it: ``maxDuration``,
@@ -173,8 +176,16 @@ def _bisected(
     stairs: Sequence[Stair], slo: Slo, broken: Sequence[tuple[Stair, tuple[StopReason, str]]]
 ) -> Next:
     first, (reason, why) = min(broken, key=lambda pair: pair[0].concurrency)
-    good = [s.concurrency for s in stairs if s.concurrency < first.concurrency
-            and breach(s, slo) is None]  # fmt: skip
+    below = [s for s in stairs if s.concurrency < first.concurrency and breach(s, slo) is None]
+    best = max((s.goodput for s in below), default=0.0)
+    if best > 0 and abs(first.goodput - best) <= best * FLAT_GAIN:
+        # The same goodput at a higher concurrency: the pod is saturated, and a stair in
+        # between can add no more (a server whose goodput collapses is bisected still).
+        return Next(None, reason, (
+            f"{why}; its {first.goodput:.3g} requests/s are within {FLAT_GAIN:.0%} of the "
+            f"{best:.3g} below it: the pod is saturated, no stair in between carries more"
+        ))  # fmt: skip
+    good = [s.concurrency for s in below]
     low = max(good, default=0)
     if first.concurrency - low <= max(1.0, low * RESOLUTION):
         return Next(None, reason, why)

@@ -198,9 +198,6 @@ def _name_format_rule(kind: CustomKind) -> dict[str, str]:
     )
 
 
-MAX_TRIAL_NAME = 63 - len(ACCELERATOR_TRIAL.longest_suffix)
-
-
 def crd_manifest(kind: CustomKind = ACCELERATOR_TRIAL) -> Schema:
     """The CustomResourceDefinition object of ``kind``."""
     return {

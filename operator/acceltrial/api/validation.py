@@ -85,9 +85,7 @@ def kind_of(body: Any) -> CustomKind:
     """The kind a document of the group is judged as: its own, or AcceleratorTrial."""
     named = body.get("kind") if isinstance(body, dict) else None
     return (
-        KINDS_BY_NAME.get(named, ACCELERATOR_TRIAL)
-        if isinstance(named, str)
-        else (ACCELERATOR_TRIAL)
+        KINDS_BY_NAME.get(named, ACCELERATOR_TRIAL) if isinstance(named, str) else ACCELERATOR_TRIAL
     )
 
 

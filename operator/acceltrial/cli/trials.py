@@ -173,10 +173,14 @@ def show_report(target: Target, name: str, output: str, out: TextIO) -> int:
 def training_report_in(config_map: dict[str, Any] | None) -> TrainingReport | None:
     """The TrainingTrial report a ``<trial>-report`` ConfigMap holds, if it holds one."""
     text = ((config_map or {}).get("data") or {}).get(REPORT_KEY)
-    if not text or '"kind":"TrainingTrial"' not in text.replace(" ", ""):
-        return None
     try:
-        return TrainingReport.model_validate_json(text)
+        stored = json.loads(text) if text else None
+    except ValueError:
+        return None  # unreadable: read_report says so
+    if not isinstance(stored, dict) or stored.get("kind") != "TrainingTrial":
+        return None  # an AcceleratorTrial's report (read_report's), or none
+    try:
+        return TrainingReport.model_validate(stored)
     except ValidationError as error:
         raise CliError(f"the training report is unreadable: {error}") from None
 

@@ -33,7 +33,12 @@ asking EC2 on every tick would cost a round trip (or a credential timeout) each 
 
 
 def neuron_shape(spec: TrialSpec) -> NeuronShape | None:
-    key = (spec.candidate.instance_type, spec.economics.region)
+    return shape_of(spec.candidate.instance_type, spec.economics.region)
+
+
+def shape_of(instance_type: str, region: str) -> NeuronShape | None:
+    """An instance type's Neuron shape, looked up once per process."""
+    key = (instance_type, region)
     if key not in _shapes:
         _shapes[key] = NeuronShapes().shape(*key)
     return _shapes[key]
@@ -78,8 +83,7 @@ def observe_compile(kube: Kube, spec: TrialSpec, trial: TrialRef) -> CompileJobS
     job = kube.job(trial.namespace, name)
     if job is None:
         return CompileJobState(name, "Absent")
-    conditions = {c.get("type"): c for c in job.get("status", {}).get("conditions") or []
-                  if c.get("status") == "True"}  # fmt: skip
+    conditions = job_conditions(job)
     started = _time(job, "startTime", {})
     if "Complete" in conditions:
         ended = _time(job, "completionTime", conditions)
@@ -87,10 +91,21 @@ def observe_compile(kube: Kube, spec: TrialSpec, trial: TrialRef) -> CompileJobS
     failed = conditions.get("Failed")
     if failed is None:
         return CompileJobState(name, "Running")
-    why = f"{failed.get('reason', 'Failed')}: {failed.get('message', '')}".rstrip(": ")
+    why = failure_text(failed)
     tail = _log_tail(kube, trial.namespace, name, settings.log_lines)
     reason = f"{why}; log tail:\n{tail}" if tail else why
     return CompileJobState(name, "Failed", _time(job, None, conditions), started, reason)
+
+
+def job_conditions(job: Manifest) -> dict[str, Manifest]:
+    """A Job's conditions that hold (Complete, Failed, ...), by type."""
+    found = job.get("status", {}).get("conditions") or []
+    return {c.get("type"): c for c in found if c.get("status") == "True"}
+
+
+def failure_text(condition: Manifest) -> str:
+    """A Job's Failed condition as a person reads it: reason, then message."""
+    return f"{condition.get('reason', 'Failed')}: {condition.get('message', '')}".rstrip(": ")
 
 
 def _time(job: Manifest, field: str | None, conditions: dict[str, Manifest]) -> datetime | None:

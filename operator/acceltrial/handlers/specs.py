@@ -1,4 +1,4 @@
-"""A trial's spec, validated once per generation.
+"""A trial's spec (or, for any kind, its problems), validated once per generation.
 
 Every tick used to run the whole validation (the CRD's schema and its CEL rules, about 60 ms)
 and parse the spec again, though the spec of a running trial changes only with a new
@@ -21,6 +21,8 @@ KEPT = 4096
 """Trials whose result is kept: well above what one replica runs."""
 _validated: BoundedMap[tuple[str, int], tuple[TrialSpec | None]] = BoundedMap(KEPT)
 """(uid, generation) -> the spec, or None for an invalid trial (in a tuple: found or not)."""
+_problems: BoundedMap[tuple[str, int], tuple[str, ...]] = BoundedMap(KEPT)
+"""(uid, generation) -> what is wrong with a trial of any kind (empty: nothing)."""
 
 
 def valid_spec(raw: Mapping[str, Any]) -> TrialSpec | None:
@@ -45,3 +47,21 @@ def _validate(raw: Mapping[str, Any]) -> TrialSpec | None:
         return TrialSpec.model_validate(raw["spec"])
     except ValidationError:
         return None
+
+
+def spec_problems(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """What is wrong with the trial (an AcceleratorTrial or a TrainingTrial), as ``acceltrial
+    validate`` says it, found once per UID and generation."""
+    metadata = raw.get("metadata") or {}
+    uid, generation = metadata.get("uid"), metadata.get("generation")
+    if not isinstance(uid, str) or not isinstance(generation, int):
+        return _problems_of(raw)
+    known = _problems.get((uid, generation))
+    if known is None:
+        known = _problems_of(raw)
+        _problems.put((uid, generation), known)
+    return known
+
+
+def _problems_of(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(p) for p in validate_trial({k: v for k, v in raw.items() if k != "status"}))

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from acceltrial.api.report import REPORT_KEY, report_name
 from acceltrial.api.training import TRAINING_TERMINAL_PHASES, TrainingTrial, TrainingTrialStatus
 from acceltrial.api.training.resource import TRAINING_GVR
-from acceltrial.api.validation import validate_trial
 from acceltrial.engine.candidate import TRIAL_LABEL, TrialRef, owner_reference
 from acceltrial.engine.compile_gate import JOB_NAME_LABEL
 from acceltrial.engine.training.jobs import ROLES, Role, job_name, training_job
@@ -36,10 +35,11 @@ from acceltrial.engine.training.report import training_report
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
 from acceltrial.handlers.lifecycle import status_patch
+from acceltrial.handlers.neuron import failure_text, job_conditions, shape_of
 from acceltrial.handlers.retries import backoff_seconds
+from acceltrial.handlers.specs import spec_problems
 from acceltrial.kube.calls import KubeError
 from acceltrial.kube.gateway import Kube
-from acceltrial.providers.pricing.shapes import NeuronShapes
 from acceltrial.providers.pricing.sources import price_sources
 from acceltrial.providers.pricing.trial import trial_prices
 
@@ -63,16 +63,16 @@ def tick_training(body: kopf.Body, memo: kopf.Memo, retry: int = 0, **_: Any) ->
     recorded = raw.get("status") or {}
     if recorded.get("phase") in TRAINING_TERMINAL_PHASES:
         return
-    problems = validate_trial({k: v for k, v in raw.items() if k != "status"})
+    problems = spec_problems(raw)
     if problems:
         # Bad input: say which field and why; nothing is created.
-        reason = "; ".join(str(p) for p in problems)
+        reason = "; ".join(problems)
         _write(kube, trial, recorded, {"phase": "Failed", "message": reason}, delay)
         return
     loaded = TrainingTrial.model_validate(raw)
     status = _status(recorded)
     try:
-        world = _world(kube, loaded, trial)
+        world = _world(kube, loaded, trial, status)
         result = training_tick(loaded.spec, status, world)
         _act(kube, loaded, trial, result)
     except KubeError as error:
@@ -112,40 +112,50 @@ def _status(recorded: Manifest) -> TrainingTrialStatus:
         return TrainingTrialStatus()  # an unreadable status: start over, Jobs are found again
 
 
-def _world(kube: Kube, loaded: TrainingTrial, trial: TrialRef) -> TrainingWorld:
-    jobs = {role: _job(kube, trial, role) for role in ROLES}
+def _world(
+    kube: Kube, loaded: TrainingTrial, trial: TrialRef, status: TrainingTrialStatus
+) -> TrainingWorld:
+    jobs = {role: _job(kube, trial, role, _needs_log(status, role)) for role in ROLES}
     prices = _prices(loaded)
+    starting = status.phase in ("Pending", "Preflight")  # preflight is judged at the start only
     return TrainingWorld(
         now=datetime.now(UTC),
         jobs={role: view for role, view in jobs.items() if view.phase != "Absent"},
         prices=prices,
-        preflight_problems=tuple(_preflight(loaded, prices)),
+        preflight_problems=tuple(_preflight(loaded, prices)) if starting else (),
     )
 
 
-def _job(kube: Kube, trial: TrialRef, role: Role) -> JobView:
+def _job(kube: Kube, trial: TrialRef, role: Role, read_log: bool) -> JobView:
+    """The Job of ``role``, with its first pod's log when the run still needs reading."""
     name = job_name(trial, role)
     job = kube.job(trial.namespace, name)
     if job is None or job["metadata"].get("deletionTimestamp"):
         return JobView("Absent")
-    status = job.get("status") or {}
-    conditions = {c.get("type"): c for c in status.get("conditions") or []
-                  if c.get("status") == "True"}  # fmt: skip
+    conditions = job_conditions(job)
     phase: JobPhase = "Running"
     failure = None
     if "Complete" in conditions:
         phase = "Succeeded"
     elif "Failed" in conditions:
-        phase = "Failed"
-        failed = conditions["Failed"]
-        failure = f"{failed.get('reason', 'Failed')}: {failed.get('message', '')}".rstrip(": ")
+        phase, failure = "Failed", failure_text(conditions["Failed"])
     return JobView(
         phase=phase,
         created_at=_time(job["metadata"].get("creationTimestamp")),
-        finished_at=_time(status.get("completionTime")),
+        finished_at=_time((job.get("status") or {}).get("completionTime")),
         failure=failure,
-        log=tuple(_first_pod_log(kube, trial.namespace, name)),
+        log=tuple(_first_pod_log(kube, trial.namespace, name)) if read_log else (),
     )
+
+
+def _needs_log(status: TrainingTrialStatus, role: Role) -> bool:
+    """Whether the engine still reads the log of ``role``'s Job: not once its run finished
+    (the status keeps what it measured) or its precompile succeeded."""
+    candidate = status.runs.candidate if status.runs else None
+    if role == "precompile":
+        return candidate is None or candidate.precompile_seconds is None
+    run = getattr(status.runs, role) if status.runs else None
+    return run is None or run.state != "Finished"
 
 
 def _first_pod_log(kube: Kube, namespace: str, job: str) -> list[str]:
@@ -195,7 +205,7 @@ def _preflight(loaded: TrainingTrial, prices: dict[Variant, NodePrice]) -> list[
                 f"spec.{variant}.instanceType: no price for {instance} in "
                 f"{spec.economics.region}; set spec.economics.pricing: explicit with prices"
             )
-    shape = NeuronShapes().shape(spec.candidate.instance_type, spec.economics.region)
+    shape = shape_of(spec.candidate.instance_type, spec.economics.region)
     if shape is not None and spec.candidate.neuron_devices > shape.devices:
         problems.append(
             f"spec.candidate.neuronDevices: {spec.candidate.instance_type} has "

@@ -17,7 +17,6 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from acceltrial.api.training.resource import TRAINING_GVR
 from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.kube.calls import (
     REQUEST_TIMEOUT_SECONDS,
@@ -37,7 +36,6 @@ _HANDOVER_ATTEMPTS = 5
 GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES = "gateway.networking.k8s.io", "v1", "httproutes"
 POOL_GROUP, POOL_VERSION, POOLS = "inference.networking.k8s.io", "v1", "inferencepools"
 TRIAL_GROUP, TRIAL_VERSION, TRIALS = TRIAL_GVR
-TRAINING_TRIALS = TRAINING_GVR.plural
 LOG_LIMIT_BYTES = 8 * 1024 * 1024
 """The most of a log read whole: a training run's step lines for the trial's steps."""
 _APPLY = "application/apply-patch+yaml"

@@ -171,13 +171,7 @@ def _may_start(spec: TrainingTrialSpec, variant: Variant, runs: dict[Variant, Ru
 
 
 def _precompile(step: _Step) -> TrainingTick | None:
-    spec, status, world, runs, actions = (
-        step.spec,
-        step.status,
-        step.world,
-        step.runs,
-        step.actions,
-    )
+    spec, status, world, runs, actions = step.spec, step.status, step.world, step.runs, step.actions
     job = world.jobs.get("precompile", ABSENT)
     run = runs["candidate"]
     if job.phase == "Absent":
@@ -202,13 +196,7 @@ def _precompile(step: _Step) -> TrainingTick | None:
 
 
 def _advance(step: _Step, variant: Variant) -> TrainingTick | None:
-    spec, status, world, runs, actions = (
-        step.spec,
-        step.status,
-        step.world,
-        step.runs,
-        step.actions,
-    )
+    spec, status, world, runs, actions = step.spec, step.status, step.world, step.runs, step.actions
     run, job = runs[variant], world.jobs.get(variant, ABSENT)
     if job.phase == "Absent":
         if run.started_at is not None and run.state == "Running":
@@ -263,13 +251,7 @@ def _rate(interval: Interval | None) -> Rate | None:
 
 
 def _decide(step: _Step) -> TrainingTick:
-    spec, status, world, runs, actions = (
-        step.spec,
-        step.status,
-        step.world,
-        step.runs,
-        step.actions,
-    )
+    spec, status, world, runs, actions = step.spec, step.status, step.world, step.runs, step.actions
     # From the status, not the logs: a finished run's Job (and its log) is gone.
     readings = {v: _reading(runs[v]) for v in VARIANTS}
     nodes = {"baseline": spec.baseline.nodes, "candidate": spec.candidate.nodes}

@@ -57,7 +57,8 @@ PROMOTE_RUNS = int(os.environ.get("ACCELTRIAL_PROMOTE_RUNS", "10" if os.environ.
 DEMO_CONCURRENCY = max(1, int(os.environ.get("ACCELTRIAL_DEMO_CONCURRENCY", "4")))
 SCENARIOS = [p.stem for p in SHIPPED]
 ALL_ON_REAL = os.environ.get("ACCELTRIAL_E2E_REAL") == "1" or bool(os.environ.get("CI"))
-TRAINING = {"training-recommended", "training-loss-diverges", "training-compile-fails"}
+TRAINING = {"training-recommended", "training-loss-diverges", "training-compile-fails",
+            "training-exported-throughput"}  # fmt: skip
 REAL_ONLY = {"inference-pool", "inference-pool-rollback", *TRAINING}
 """Scenarios the emulator refuses (InferencePools, TrainingTrials): skipped where the real plane
 is not built."""
@@ -359,6 +360,14 @@ def check_training_result(name: str, result: dict[str, Any]) -> None:
         hours = (2.0e9 / tokens_per_second + report[variant]["startupSeconds"]) / 3600
         assert report[variant]["hoursPerRun"] == pytest.approx(hours, rel=0.01), variant
         assert report[variant]["costPerRun"] == pytest.approx(hours * price, rel=0.01), variant
+        # Every training scenario's trial reads Prometheus: the exporters' utilization, and
+        # the script's exported throughput where its log has none.
+        trainer = scenario["trainers"][variant]
+        run = status["runs"][variant]
+        busy = run["prometheus"]["acceleratorUtilization"]["mean"]
+        assert busy == pytest.approx(trainer.get("utilization", 0.9), abs=0.03), variant
+        exported = trainer.get("logsThroughput", True) is False
+        assert run["throughputSource"] == ("prometheus" if exported else "log"), variant
     saving = report["baseline"]["costPerRun"] - report["candidate"]["costPerRun"]
     assert report["payback"]["monthlySaving"] == pytest.approx(saving * 4)
     assert report["payback"]["months"] == pytest.approx(80 * 120 / (saving * 4))

@@ -36,6 +36,7 @@ def test_every_required_scenario_ships() -> None:
     assert {p.stem for p in SHIPPED} >= REQUIRED
     assert {p.stem for p in TRAINING} == {
         "training-recommended", "training-loss-diverges", "training-compile-fails",
+        "training-exported-throughput",
     }  # fmt: skip
 
 

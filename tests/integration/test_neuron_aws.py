@@ -12,7 +12,11 @@ import pytest
 from botocore.session import Session
 from moto.server import ThreadedMotoServer
 
-from acceltrial.providers.compiled_artifacts.s3 import ArtifactCheck, S3Artifacts
+from acceltrial.providers.compiled_artifacts.s3 import (
+    ArtifactCheck,
+    S3Artifacts,
+    compile_cache_check,
+)
 from acceltrial.providers.pricing.catalog import parse_catalog
 from acceltrial.providers.pricing.shapes import NeuronShapes
 
@@ -91,3 +95,28 @@ def test_an_instance_the_catalog_lacks_is_read_from_ec2(aws: Any) -> None:
 def test_an_instance_ec2_does_not_know_has_no_shape(aws: Any) -> None:
     empty = parse_catalog("instances: []")
     assert NeuronShapes(catalog=empty).shape("inf9.huge", "us-east-1") is None
+
+
+def test_a_training_compile_cache_needs_its_bucket_not_its_objects(aws: Any) -> None:
+    # The cache may start empty (the precompile fills it): an empty prefix passes.
+    assert compile_cache_check("s3://models/neuron-cache/llama/") == ArtifactCheck()
+    missing = compile_cache_check("s3://no-such-cache/llama/")
+    assert missing.problem == (
+        "compileCache.url s3://no-such-cache/llama/: no bucket no-such-cache in S3; create it, "
+        "or fix the URL (the cache itself may start empty)"
+    )
+    assert compile_cache_check("/mnt/neuron-cache") == ArtifactCheck()  # a shared volume
+
+
+def test_a_compile_cache_the_operator_cannot_reach_is_only_noted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nothing listens there: the pods' own role may still reach the cache, so this waits no one.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    found = compile_cache_check("s3://ml-team-neuron-cache/llama/", "us-east-1")
+    assert found.problem is None
+    assert found.wait.startswith(
+        "compileCache.url s3://ml-team-neuron-cache/llama/ was not checked"
+    )

@@ -5,9 +5,10 @@ server (the kubelet's pods/<name>/log, served by kwok).
 
 A pod prints the log the test bed gives it (``sandbox.acceltrial.dev/log``, on the template;
 the candidate's through ``candidate.podTemplatePatch``), in the formats training scripts use,
-and ends with ``sandbox.acceltrial.dev/exit-code`` when it has one. Three trials at once: a
+and ends with ``sandbox.acceltrial.dev/exit-code`` when it has one. Four trials at once: a
 cheaper candidate with matching loss (Recommended), one whose loss ends 15% higher
-(NotRecommended, naming the loss), and a precompile that fails (Failed, its log lines kept)."""
+(NotRecommended, naming the loss), a precompile that fails (Failed, its log lines kept), and
+one asking more Trainium nodes than the cluster has (PreflightFailed, no Job created)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ pytestmark = pytest.mark.slow
 
 TRAININGS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/trainingtrials"
 JOBS = "/apis/batch/v1/namespaces/{}/jobs"
-NAMESPACES = ("train-ok", "train-diverges", "train-compile-fails", "train-deleted")
+NAMESPACES = ("train-ok", "train-diverges", "train-compile-fails", "train-no-room",
+              "train-deleted")  # fmt: skip
 LOG = "sandbox.acceltrial.dev/log"
 EXIT_CODE = "sandbox.acceltrial.dev/exit-code"
 
@@ -136,12 +138,15 @@ def wait_for_end(api: Api, namespace: str, timeout: float = 120) -> dict[str, An
     pytest.fail(f"{namespace}: no decision within {timeout:g}s: {api.get(path).body}")
 
 
-def test_three_training_trials_end_as_their_runs_say(api: Api, plane: RealControlPlane) -> None:
+def test_four_training_trials_end_as_their_runs_say(api: Api, plane: RealControlPlane) -> None:
+    no_room = training_trial("train-no-room", candidate_loss=2.0)
+    no_room["spec"]["candidate"]["nodes"] = 3  # the cluster has two trn1.32xlarge
     trials = {
         "train-ok": training_trial("train-ok", candidate_loss=2.02),
         "train-diverges": training_trial("train-diverges", candidate_loss=2.3),
         "train-compile-fails": training_trial("train-compile-fails", candidate_loss=2.0,
                                               precompile_fails=True),
+        "train-no-room": no_room,
     }  # fmt: skip
     for namespace, body in trials.items():
         reply = api.post(TRAININGS.format(namespace), copy.deepcopy(body))
@@ -181,6 +186,15 @@ def test_three_training_trials_end_as_their_runs_say(api: Api, plane: RealContro
     assert "candidate" not in (failed.get("runs") or {}) or (
         failed["runs"]["candidate"]["state"] == "Failed"
     )
+
+    no_room = wait_for_end(api, "train-no-room")
+    assert no_room["decision"]["reasonCode"] == "PreflightFailed"
+    assert no_room["decision"]["reason"] == (
+        "spec.candidate.nodes: 3 trn1.32xlarge nodes with 16 allocatable aws.amazon.com/neuron "
+        "are needed, the cluster has 2; lower spec.candidate.nodes, add nodes, or use "
+        "spec.capacity.provider karpenter or eks-nodegroup"
+    )
+    assert api.get(JOBS.format("train-no-room")).body["items"] == []
 
     # Capacity given back: no run's Job is left running.
     for namespace in NAMESPACES[:3]:

@@ -12,10 +12,12 @@ import pytest
 import yaml
 
 from acceltrial.api.training import TrainingTrial, TrainingTrialStatus
+from acceltrial.api.training.status import ExportedReading, Rate
 from acceltrial.engine.training.lifecycle import (
     CreateJob,
     JobView,
     NodePrice,
+    Preflight,
     StopJob,
     TrainingTick,
     TrainingWorld,
@@ -214,8 +216,84 @@ def test_a_precompile_that_succeeded_counts_into_the_candidates_cost() -> None:
 
 def test_preflight_problems_fail_the_trial_before_any_job() -> None:
     trial = spec()
-    world = TrainingWorld(T0, {}, PRICES, ("trn1.32xlarge has 16 Neuron devices",))
+    world = TrainingWorld(T0, {}, PRICES, Preflight(("trn1.32xlarge has 16 Neuron devices",)))
     ended = training_tick(trial, TrainingTrialStatus(), world)
     assert ended.status.phase == "Failed"
     assert ended.status.decision.reason_code == "PreflightFailed"
     assert ended.actions == ()
+
+
+def test_preflight_waits_in_preflight_then_fails_past_the_run_timeout_and_notes_pass() -> None:
+    trial = spec(run={"steps": 60, "warmupSteps": 10, "sequenceLength": 4096, "timeout": "5m"})
+    waiting = Preflight(waits=("EKS throttled",), notes=("cache not checked",))
+    first = training_tick(trial, TrainingTrialStatus(), TrainingWorld(T0, {}, PRICES, waiting))
+    assert (first.status.phase, first.actions) == ("Preflight", ())
+    assert first.status.message == "preflight: waiting for EKS throttled"
+    later = T0 + timedelta(minutes=6)
+    ended = training_tick(trial, first.status, TrainingWorld(later, {}, PRICES, waiting))
+    assert ended.status.decision.reason_code == "PreflightFailed"
+    assert "waited 360s (run.timeout) for: EKS throttled" in ended.status.decision.reason
+    noted = Preflight(notes=("cache not checked",), capacity_source="existing trn1 Nodes")
+    started = training_tick(trial, TrainingTrialStatus(), TrainingWorld(T0, {}, PRICES, noted))
+    assert started.status.phase == "Running"
+    assert started.status.preflight_notes == ["cache not checked"]
+    assert started.status.capacity_source == "existing trn1 Nodes"
+
+
+METRICS = {
+    "prometheus": {"address": "http://prometheus:9090"},
+    "interval": "30s",
+    "tokensPerSecond": 'sum(rate(train_tokens_total{pod=~"{{pods}}"}[{{interval}}]))',
+}
+
+
+def finished(trial: Any) -> TrainingTick:
+    """Both runs finished (the candidate twice as fast by its log)."""
+    first = tick(trial, TrainingTrialStatus(), T0)
+    return tick(trial, first.status, T0 + timedelta(minutes=5),
+                baseline=JobView("Running", T0, log=log(60, 40_000, T0)),
+                candidate=JobView("Running", T0, log=log(60, 80_000, T0)))  # fmt: skip
+
+
+def test_with_metrics_the_decision_waits_for_prometheus_and_uses_its_throughput() -> None:
+    trial = spec(metrics=METRICS)
+    ran = finished(trial)
+    assert ran.status.phase == "Running"
+    assert ran.status.message == "reading Prometheus over the steady steps of: baseline, candidate"
+    run = ran.status.runs.candidate
+    assert run.steady_from == T0 + timedelta(seconds=22)  # step 11, the first after the warm-up
+    assert run.last_step_at == T0 + timedelta(seconds=120)
+    utilization = Rate(mean=0.9, low=0.88, high=0.92)
+    exported = {
+        "baseline": ExportedReading(tokens_per_second=Rate(mean=40_000, low=39_900, high=40_100),
+                                    accelerator_utilization=utilization, samples=4),
+        "candidate": ExportedReading(tokens_per_second=Rate(mean=60_000, low=59_900, high=60_100),
+                                     accelerator_utilization=utilization, samples=4),
+    }  # fmt: skip
+    world = TrainingWorld(T0 + timedelta(minutes=6), {}, PRICES, exported=exported)
+    done = training_tick(trial, ran.status, world)
+
+    assert done.status.phase == "Recommended", done.status.message
+    candidate = done.status.runs.candidate
+    assert candidate.throughput_source == "prometheus"
+    assert candidate.prometheus.accelerator_utilization.mean == 0.9
+    assert candidate.tokens_per_second.mean == pytest.approx(80_000, rel=0.01)  # the log's, kept
+    # Projected from Prometheus' 60,000 tokens/s, not the log's 80,000.
+    hours = 2e9 / 60_000 / 3600
+    assert done.status.economics.candidate.hours_per_run == pytest.approx(hours, rel=0.01)
+
+
+def test_prometheus_that_never_answers_is_noted_and_the_log_decides() -> None:
+    trial = spec(metrics=METRICS)
+    ran = finished(trial)
+    soon = training_tick(trial, ran.status, TrainingWorld(T0 + timedelta(minutes=6), {}, PRICES))
+    assert soon.status.phase == "Running"  # within the grace (3 x 30 s after the runs' end)
+    late = TrainingWorld(T0 + timedelta(minutes=7), {}, PRICES)
+    done = training_tick(trial, soon.status, late)
+
+    assert done.status.phase == "Recommended"
+    candidate = done.status.runs.candidate
+    assert candidate.prometheus.note == "Prometheus did not answer within 90s of the run's end"
+    assert candidate.throughput_source == "log"
+    hours = 2e9 / 80_000 / 3600
+    assert done.status.economics.candidate.hours_per_run == pytest.approx(hours, rel=0.01)

@@ -32,7 +32,7 @@ def capacity_provider(spec: TrialSpec, kube: Kube, nodes: list[Manifest]) -> Cap
     """The provider the spec names, over the cluster's Nodes read this tick."""
     shape = instance_shape(spec.candidate.instance_type)
     return registry.capacity_provider(
-        registry.CapacityContext(kube, spec, nodes, capacity_need(spec), shape)
+        registry.CapacityContext(kube, spec.capacity, nodes, capacity_need(spec), shape)
     )
 
 

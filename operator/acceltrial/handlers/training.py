@@ -1,6 +1,7 @@
 """The kopf handler that runs a TrainingTrial: a timer reads the trial's Jobs, their first
-pod's log, the prices and the Neuron shape, asks the engine (engine/training/lifecycle.py) what
-comes next, creates or stops Jobs as it says, then writes the status. Decides nothing itself.
+pod's log, the prices, preflight's findings and Prometheus (handlers/training_reads.py), asks
+the engine (engine/training/lifecycle.py) what comes next, creates or stops Jobs as it says,
+then writes the status. Decides nothing itself.
 
 Deleting a trial deletes its Jobs through their owner reference (the API server's garbage
 collector), and nothing else.
@@ -35,9 +36,10 @@ from acceltrial.engine.training.report import training_report
 from acceltrial.handlers.config import config_from_env
 from acceltrial.handlers.freshness import WrittenStatuses
 from acceltrial.handlers.lifecycle import status_patch
-from acceltrial.handlers.neuron import failure_text, job_conditions, shape_of
+from acceltrial.handlers.neuron import failure_text, job_conditions
 from acceltrial.handlers.retries import backoff_seconds
 from acceltrial.handlers.specs import spec_problems
+from acceltrial.handlers.training_reads import exported_readings, training_preflight
 from acceltrial.kube.calls import KubeError
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.pricing.sources import price_sources
@@ -122,7 +124,8 @@ def _world(
         now=datetime.now(UTC),
         jobs={role: view for role, view in jobs.items() if view.phase != "Absent"},
         prices=prices,
-        preflight_problems=tuple(_preflight(loaded, prices)) if starting else (),
+        preflight=training_preflight(kube, loaded, prices) if starting else None,
+        exported=exported_readings(kube, loaded, trial, status),
     )
 
 
@@ -191,27 +194,6 @@ def _prices(loaded: TrainingTrial) -> dict[Variant, NodePrice]:
         if price.usd_per_hour is not None:
             found[cast(Variant, variant)] = NodePrice(price.usd_per_hour, price.source)
     return found
-
-
-def _preflight(loaded: TrainingTrial, prices: dict[Variant, NodePrice]) -> list[str]:
-    """What prevents the trial from starting: a price unknown, more Neuron devices per pod
-    than the instance type has."""
-    spec = loaded.spec
-    problems = []
-    for variant, instance in (("baseline", spec.baseline.instance_type),
-                              ("candidate", spec.candidate.instance_type)):  # fmt: skip
-        if variant not in prices:
-            problems.append(
-                f"spec.{variant}.instanceType: no price for {instance} in "
-                f"{spec.economics.region}; set spec.economics.pricing: explicit with prices"
-            )
-    shape = shape_of(spec.candidate.instance_type, spec.economics.region)
-    if shape is not None and spec.candidate.neuron_devices > shape.devices:
-        problems.append(
-            f"spec.candidate.neuronDevices: {spec.candidate.instance_type} has "
-            f"{shape.devices} Neuron devices; a pod cannot take {spec.candidate.neuron_devices}"
-        )
-    return problems
 
 
 def _act(kube: Kube, loaded: TrainingTrial, trial: TrialRef, result: TrainingTick) -> None:

@@ -26,9 +26,14 @@ def _number(value: float | None, fmt: str) -> str:
 def side_by_side(report: TrainingReport) -> list[list[str]]:
     """Both variants' figures, row by row."""
 
-    def rate(v: TrainingVariantReport) -> str:
-        r = v.tokens_per_second
-        return "-" if r is None else f"{r.mean:,.0f} (95%: {r.low:,.0f} to {r.high:,.0f})"
+    def rate(v: TrainingVariantReport, exported: bool = False) -> str:
+        r = v.exported_tokens_per_second if exported else v.tokens_per_second
+        used = " (used)" if v.throughput_source == ("prometheus" if exported else "log") else ""
+        return "-" if r is None else f"{r.mean:,.0f} (95%: {r.low:,.0f} to {r.high:,.0f}){used}"
+
+    def busy(v: TrainingVariantReport) -> str:
+        r = v.accelerator_utilization
+        return "-" if r is None else f"{r.mean:.0%} (95%: {r.low:.0%} to {r.high:.0%})"
 
     rows: list[tuple[str, str, str]] = [("", "baseline (GPU)", "candidate (Trainium)")]
     b, c = report.baseline, report.candidate
@@ -37,7 +42,9 @@ def side_by_side(report: TrainingReport) -> list[list[str]]:
         ("price per node hour", _number(b.price_per_node_hour, "${:,.4f}"),
          _number(c.price_per_node_hour, "${:,.4f}")),
         ("steps run", _number(b.steps, "{:,}"), _number(c.steps, "{:,}")),
-        ("tokens per second (after the warm-up)", rate(b), rate(c)),
+        ("tokens per second, log (after the warm-up)", rate(b), rate(c)),
+        ("tokens per second, Prometheus", rate(b, exported=True), rate(c, exported=True)),
+        ("accelerator utilization", busy(b), busy(c)),
         ("seconds per step", _number(b.seconds_per_step, "{:,.3f}"),
          _number(c.seconds_per_step, "{:,.3f}")),
         ("time to the first step", _number(b.startup_seconds, "{:,.1f} s"),

@@ -3,16 +3,21 @@ trainer (sandbox/trainer.py), ended as the scenario's ``expect`` says.
 
 A training scenario holds ``description``, ``trial`` (``file`` and ``patch``, as an inference
 scenario's), ``trainers`` (each variant's ``tokensPerSecond`` per node, ``startupSeconds``,
-``loss: {initial, final}``, ``fails``, ``format``), an optional ``topology``, ``expect`` and
-``timeout``; the demo tells it from an inference scenario by its ``trainers``. Without a
+``loss: {initial, final}``, ``fails``, ``format``, ``utilization``, ``logsThroughput``), an
+optional ``topology``, ``expect`` and ``timeout``; the demo tells it from an inference scenario
+by its ``trainers``. Without a
 topology the cluster gets the nodes the trial asks for: each variant's instance type times its
 nodes, with the accelerators the catalog gives it, the Neuron ones tainted as EKS taints them.
 The trainer's behaviour reaches the pods the operator creates as an annotation on the trial's
-templates (the baseline's, and the candidate's through ``podTemplatePatch``).
+templates (the baseline's, and the candidate's through ``podTemplatePatch``). A trial with
+``spec.metrics`` gets a real Prometheus (its address replaced by the demo's) scraping what the
+trainers export: their token counter, and dcgm-exporter and neuron-monitor on their nodes
+(sandbox/trainer_metrics.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -45,8 +50,16 @@ from acceltrial_testbed.demo.plane import (
 )
 from acceltrial_testbed.demo.scenario import ScenarioError, TrialSource, _resolve_trial
 from acceltrial_testbed.sandbox.choices import ControlPlane, uses_real_control_plane
+from acceltrial_testbed.sandbox.fleet.serving import metrics_endpoint, serve_exporters
+from acceltrial_testbed.sandbox.prometheus import (
+    PrometheusNotFound,
+    PrometheusServer,
+    find_prometheus,
+)
+from acceltrial_testbed.sandbox.realplane.processes import StartError
 from acceltrial_testbed.sandbox.topology import NodeGroup, Topology, load_topology
 from acceltrial_testbed.sandbox.trainer import HOLD, TRAINER, Behaviour, Loss
+from acceltrial_testbed.sandbox.trainer_metrics import TrainerMetrics
 
 Manifest = dict[str, Any]
 TRAININGS = "/apis/acceltrial.dev/v1alpha1/namespaces/{}/trainingtrials"
@@ -75,6 +88,12 @@ class Trainer(ApiModel):
     way through. Either way with log lines."""
     format: Literal["json", "nxd", "katib"] = "json"
     """The log's format: JSON lines, NxD Training's step_loss lines or Katib's name=value."""
+    utilization: float = Field(default=0.9, gt=0, le=1)
+    """The accelerators' utilization while it trains, as dcgm-exporter and neuron-monitor
+    report it."""
+    logs_throughput: bool = True
+    """false: the log's JSON or Katib lines carry no throughput; the script's exported
+    ``train_tokens_total`` counter alone says how fast it trains."""
 
 
 class Trainers(ApiModel):
@@ -168,6 +187,7 @@ def with_trainers(trial: Manifest, trainers: Trainers, seed: int = 0) -> Manifes
             tokens_per_second=trainer.tokens_per_second * nodes,
             startup_seconds=trainer.startup_seconds, loss=trainer.loss, fails=trainer.fails,
             format=trainer.format, sequence_length=length, seed=seed,
+            utilization=trainer.utilization, logs_throughput=trainer.logs_throughput,
         )  # fmt: skip
         return {TRAINER: behaviour.model_dump_json(by_alias=True), **HOLD}
 
@@ -232,9 +252,16 @@ def summary(status: Manifest) -> list[str]:
     for variant in ("baseline", "candidate"):
         run = runs.get(variant) or {}
         money = economics.get(variant) or {}
-        rate = (run.get("tokensPerSecond") or {}).get("mean")
+        exported = run.get("prometheus") or {}
+        from_prometheus = run.get("throughputSource") == "prometheus"
+        speed = exported.get("tokensPerSecond") if from_prometheus else run.get("tokensPerSecond")
+        rate = (speed or {}).get("mean")
         parts = [f"{variant:9}"]
-        parts.append(f"{rate:,.0f} tokens/s" if rate else "no speed measured")
+        where = " (Prometheus)" if from_prometheus else " (log)"
+        parts.append(f"{rate:,.0f} tokens/s{where}" if rate else "no speed measured")
+        busy = (exported.get("acceleratorUtilization") or {}).get("mean")
+        if busy is not None:
+            parts.append(f"accelerators {busy:.0%} busy")
         if run.get("startupSeconds") is not None:
             parts.append(f"first step after {run['startupSeconds']:.1f}s")
         if money:
@@ -320,6 +347,8 @@ def run_training(  # noqa: PLR0917
         matched = _run_training(scenario, played, topology, control_plane, folder, files, say, out)
     except CannotStart as error:
         say(f"the control plane did not start: {error}")
+    except PrometheusNotFound as error:
+        say(f"the trial reads Prometheus (spec.metrics): {error}")
     finally:
         if matched and not keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -341,10 +370,15 @@ def _run_training(  # noqa: PLR0917
     result_file, report_dir = files
     namespace = str(trial["metadata"].get("namespace", "default"))
     name = trial["metadata"]["name"]
-    with local_cluster(control_plane, topology) as cluster:
+    with local_cluster(control_plane, topology) as cluster, contextlib.ExitStack() as stack:
         client = Client(cluster.access)
         groups = ", ".join(f"{g.count} x {g.instance_type}" for g in topology.node_groups)
         say(f"{describe(cluster)} ({groups})")
+        if (trial["spec"].get("metrics") or {}).get("prometheus") is not None:
+            url = _scrape_trainers(cluster, client, folder, stack)
+            trial = with_prometheus(trial, url)
+            say(f"Prometheus at {url}, scraping the trainers' token counter and dcgm-exporter "
+                "and neuron-monitor on their nodes every 1s")  # fmt: skip
         if namespace != "default":
             client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": namespace}})  # fmt: skip
@@ -380,6 +414,29 @@ def _run_training(  # noqa: PLR0917
         report_json = None if report is None else report.model_dump(mode="json", by_alias=True)
         result_file.write_text(result_json(status, jobs, matched, report_json), encoding="utf-8")
     return matched
+
+
+def _scrape_trainers(
+    cluster: LocalCluster, client: Client, folder: Path, stack: contextlib.ExitStack
+) -> str:
+    """A Prometheus scraping what the trainers export (closed with ``stack``); its URL."""
+    pod_logs = getattr(cluster, "pod_logs", None)
+    if pod_logs is None:
+        raise StartError("the control plane serves no pod logs, so no trainer runs")
+    metrics = TrainerMetrics(pod_logs.trainers)
+    url = stack.enter_context(metrics_endpoint(metrics))
+    nodes = (client.get("/api/v1/nodes") or {}).get("items") or []
+    jobs = serve_exporters(metrics.node_exporters(nodes), stack)
+    prometheus = PrometheusServer(find_prometheus(), folder / "prometheus",
+                                  [url.removeprefix("http://")], jobs).start()  # fmt: skip
+    stack.callback(prometheus.stop)
+    return prometheus.url
+
+
+def with_prometheus(trial: Manifest, url: str) -> Manifest:
+    """The trial reading the demo's Prometheus."""
+    patched: Manifest = merge_patch(trial, {"spec": {"metrics": {"prometheus": {"address": url}}}})
+    return patched
 
 
 def _report(client: Client, namespace: str, name: str) -> TrainingReport | None:

@@ -12,7 +12,9 @@ The behaviour comes from the pod's ``sandbox.acceltrial.dev/trainer`` annotation
   lines, NxD Training's ``step_loss : ... throughput : ...`` with sequences per second, or
   Katib's ``name=value``), its throughput the job's ``tokensPerSecond`` with a 1% wobble and
   its loss falling from ``loss.initial`` to ``loss.final``; with ``fails: run`` it dies a third
-  of the way through (a Python traceback, exit code 1);
+  of the way through (a Python traceback, exit code 1). Its tokens are also counted as a
+  script exports them (:meth:`Script.tokens_by`; sandbox/trainer_metrics.py serves the
+  counter and the accelerator exporters' utilization of its nodes);
 - a ``precompile`` pod prints ``neuron_parallel_compile``'s lines for ``compileSeconds`` and
   ends with exit code 0, or with ``fails: compile`` a neuronx-cc error and exit code 1.
 
@@ -63,6 +65,11 @@ class Behaviour(BaseModel):
     sequence_length: int = Field(default=4096, ge=1)
     step_seconds: float = Field(default=0.25, gt=0, le=60)
     compile_seconds: float = Field(default=3.0, ge=0, le=600)
+    utilization: float = Field(default=0.9, gt=0, le=1)
+    """The accelerators' utilization while it trains (its exporter reports a trickle before)."""
+    logs_throughput: bool = True
+    """False: the JSON and Katib lines carry the step and the loss only, and the throughput is
+    in the exported counter alone (``train_tokens_total``)."""
     seed: int = 0
 
 
@@ -74,6 +81,16 @@ class Script:
     lines: tuple[tuple[float, str], ...]
     ends_at: float
     exit_code: int
+    tokens: tuple[tuple[float, float], ...] = ()
+    """Each step's tokens, at the offset its line is printed (what the script's counter adds)."""
+
+    def tokens_by(self, elapsed: float) -> float:
+        """The script's ``train_tokens_total`` counter ``elapsed`` seconds after the start."""
+        return sum(tokens for at, tokens in self.tokens if at <= elapsed)
+
+    def training(self, elapsed: float) -> bool:
+        """Whether the script is between its first and its last step (its accelerators busy)."""
+        return bool(self.tokens) and self.tokens[0][0] <= elapsed <= self.tokens[-1][0]
 
 
 def script(behaviour: Behaviour, role: str, steps: int) -> Script:
@@ -90,14 +107,17 @@ def script(behaviour: Behaviour, role: str, steps: int) -> Script:
         lines += [(at, f"ERROR {line}") for line in COMPILE_ERROR]
         return Script(tuple(lines), at + 0.5, 1)
     last = max(3, steps // 3) if behaviour.fails == "run" else steps
+    tokens: list[tuple[float, float]] = []
     for step in range(1, last + 1):
         at = behaviour.startup_seconds + step * behaviour.step_seconds
-        lines.append((at, _step_line(behaviour, step, steps, rng)))
+        rate = behaviour.tokens_per_second * (1 + rng.gauss(0, 0.01))
+        lines.append((at, _step_line(behaviour, step, steps, rate, rng)))
+        tokens.append((at, rate * behaviour.step_seconds))
     end = behaviour.startup_seconds + last * behaviour.step_seconds
     if behaviour.fails == "run":
         lines += [(end + 0.1, text) for text in RUN_ERROR]
-        return Script(tuple(lines), end + 0.5, 1)
-    return Script(tuple(lines), end + 1.0, 0)
+        return Script(tuple(lines), end + 0.5, 1, tuple(tokens))
+    return Script(tuple(lines), end + 1.0, 0, tuple(tokens))
 
 
 COMPILE_ERROR = (
@@ -123,16 +143,21 @@ def _precompile(behaviour: Behaviour) -> Script:
     return Script(tuple(lines), seconds + 0.5, 0)
 
 
-def _step_line(behaviour: Behaviour, step: int, steps: int, rng: random.Random) -> str:
-    tokens = behaviour.tokens_per_second * (1 + rng.gauss(0, 0.01))
+def _step_line(
+    behaviour: Behaviour, step: int, steps: int, tokens: float, rng: random.Random
+) -> str:
     loss = _loss(behaviour.loss, step, steps) * (1 + rng.gauss(0, 0.002))
     if behaviour.format == "nxd":
         samples = tokens / behaviour.sequence_length
         return (f"[0]: LOG Mon Dec  7 12:00:00 2026 - (0, {step}) step_loss : {loss:.4f} "
                 f"learning_rate : 1.00E-04 throughput : {samples:.2f}")  # fmt: skip
+    speed = f" tokens_per_second={tokens:.1f}" if behaviour.logs_throughput else ""
     if behaviour.format == "katib":
-        return f"step={step} loss={loss:.5f} tokens_per_second={tokens:.1f}"
-    return json.dumps({"step": step, "loss": round(loss, 5), "tokens_per_second": round(tokens, 1)})
+        return f"step={step} loss={loss:.5f}{speed}"
+    line: dict[str, float] = {"step": step, "loss": round(loss, 5)}
+    if behaviour.logs_throughput:
+        line["tokens_per_second"] = round(tokens, 1)
+    return json.dumps(line)
 
 
 def _loss(loss: Loss, step: int, steps: int) -> float:

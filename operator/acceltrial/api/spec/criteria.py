@@ -29,7 +29,8 @@ MetricName = Literal[
 PLACEHOLDER_MESSAGE = "a query template may use only the placeholders"
 
 
-def _placeholder_rule() -> dict[str, str]:
+def placeholder_rule() -> dict[str, str]:
+    """The CEL rule admitting a query template that uses only the allowed placeholders."""
     escaped = QUERY_TEMPLATE_PATTERN.replace("\\", "\\\\")  # CEL string literal escapes
     return cel(f"self.matches('{escaped}')", f"{PLACEHOLDER_MESSAGE} {PLACEHOLDER_HINT}")
 
@@ -118,7 +119,7 @@ class Criterion(ApiModel):
         default=None,
         min_length=1,
         max_length=4096,
-        json_schema_extra=cel_rules(_placeholder_rule()),
+        json_schema_extra=cel_rules(placeholder_rule()),
     )
     """Your own PromQL template returning one series per variant; placeholders are rendered once
     per variant."""
@@ -126,7 +127,7 @@ class Criterion(ApiModel):
         default=None,
         min_length=1,
         max_length=4096,
-        json_schema_extra=cel_rules(_placeholder_rule()),
+        json_schema_extra=cel_rules(placeholder_rule()),
     )
     """For minRequests with your own query: PromQL counting the requests a variant served in the
     window (e.g. sum(increase(http_requests_total{pod=~"{{pods}}"}[{{interval}}]))). Presets

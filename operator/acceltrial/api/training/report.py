@@ -37,6 +37,14 @@ class TrainingVariantReport(ApiModel):
     hours_per_run: float | None = None
     cost_per_run: float | None = None
     tokens_per_dollar: float | None = None
+    throughput_source: str | None = None
+    """log or prometheus: where the tokens per second the economics use come from."""
+    exported_tokens_per_second: Rate | None = None
+    """The script's exported throughput as Prometheus read it (spec.metrics.tokensPerSecond)."""
+    accelerator_utilization: Rate | None = None
+    """dcgm-exporter's or neuron-monitor's utilization of the run's accelerators, 0 to 1."""
+    prometheus_note: str | None = None
+    """What Prometheus could not answer."""
     loss_curve: list[LossPoint] = Field(default_factory=list)
     log_lines: list[str] = Field(default_factory=list)
 

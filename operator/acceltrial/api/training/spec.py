@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from acceltrial.api.base import ApiModel, DnsLabel, Pattern, cel, cel_rules
+from acceltrial.api.capacity import CapacitySpec
 from acceltrial.api.durations import Duration
 from acceltrial.api.spec import (
     ArtifactLocation,
@@ -21,8 +22,10 @@ from acceltrial.api.spec import (
     InstanceType,
     MigrationCost,
     PriceFactors,
+    PrometheusSpec,
     RelativeBounds,
 )
+from acceltrial.api.spec.criteria import placeholder_rule
 from acceltrial.api.spec.economics import EXPLICIT_PRICES_RULE
 
 TrainiumInstanceType = Annotated[
@@ -232,6 +235,26 @@ class TrainingCriterion(ApiModel):
     """Limits on candidate / baseline, e.g. cost_per_run relative max 0.8."""
 
 
+class TrainingMetricsSpec(ApiModel):
+    """The Prometheus that scrapes the training pods and the accelerator exporters on their
+    nodes: each run's accelerator utilization (dcgm-exporter on the GPU nodes,
+    neuron-monitor on the Neuron nodes, read as the inference presets read them) over its
+    steady steps, and, when the script exports it, its throughput."""
+
+    prometheus: PrometheusSpec
+    """Where the metrics come from (address, authentication, TLS)."""
+    interval: Duration = "1m"
+    """The window of a rate() in the queries ({{interval}}) and the spacing of the samples
+    read over a run's steady steps."""
+    tokens_per_second: str | None = Field(
+        default=None, min_length=1, max_length=4096, json_schema_extra=cel_rules(placeholder_rule())
+    )
+    """PromQL for the whole job's tokens per second as the training script exports it, e.g.
+    sum(rate(train_tokens_total{namespace="{{namespace}}",pod=~"{{pods}}"}[{{interval}}])).
+    {{pods}} matches the pods of the variant's Job. When given, it is the throughput cost and
+    time per run are projected from (the log's stays in the status beside it)."""
+
+
 class TrainingEconomicsSpec(ApiModel):
     """Where prices come from, and the one-off migration cost for the payback."""
 
@@ -268,6 +291,13 @@ class TrainingTrialSpec(ApiModel):
                 "compileCache.url (an s3:// URI or a path on a shared volume)",
                 ".precompile",
             ),
+            cel(
+                "!has(self.capacity) || !has(self.capacity.eksNodegroup) || "
+                "!self.capacity.eksNodegroup.scale",
+                "a training trial checks the node group's room but never resizes it: set "
+                "capacity.eksNodegroup.scale to false and size the node group for the run",
+                ".capacity.eksNodegroup.scale",
+            ),
         )
     )
 
@@ -299,3 +329,12 @@ class TrainingTrialSpec(ApiModel):
     """What the candidate must meet to be recommended."""
     economics: TrainingEconomicsSpec = TrainingEconomicsSpec()
     """Prices and the migration cost."""
+    capacity: CapacitySpec = CapacitySpec()
+    """Where the candidate's Trainium nodes come from, checked before any Job is created:
+    nodes (that many Nodes of its instance type with the Neuron devices a pod asks, the
+    default), karpenter (a NodePool that admits the type, with room under its limits) or
+    eks-nodegroup (the managed node group, with room within its maxSize). A training trial
+    never resizes a node group."""
+    metrics: TrainingMetricsSpec | None = None
+    """Prometheus, for accelerator utilization and exported throughput (optional: the log
+    alone decides when absent)."""

@@ -59,6 +59,20 @@ class LossPoint(ApiModel):
 MAX_LOSS_POINTS = 512
 
 
+class ExportedReading(ApiModel):
+    """A run's figures from Prometheus over its steady steps."""
+
+    tokens_per_second: Rate | None = None
+    """spec.metrics.tokensPerSecond's samples: their mean and 95% interval."""
+    accelerator_utilization: Rate | None = None
+    """dcgm-exporter's GPU utilization (baseline) or neuron-monitor's NeuronCore utilization
+    (candidate) of the Job's pods, 0 to 1: mean and 95% interval of the samples."""
+    samples: int = Field(default=0, ge=0)
+    """Samples read (the steady window over spec.metrics.interval)."""
+    note: str | None = Field(default=None, max_length=2048)
+    """What could not be read, and why."""
+
+
 class RunStatus(ApiModel):
     """One variant's trial run, as its Job and its log show it."""
 
@@ -94,6 +108,15 @@ class RunStatus(ApiModel):
     """The formats the log's step lines were in."""
     log_lines: list[str] | None = Field(default=None, max_length=200)
     """The last lines of a failed pod's log, or of a log without a training step."""
+    steady_from: datetime | None = None
+    """When the first step after the warm-up was logged: the steady window's start."""
+    last_step_at: datetime | None = None
+    """When the last step read was logged: the steady window's end."""
+    prometheus: ExportedReading | None = None
+    """What Prometheus showed over the steady window (with spec.metrics)."""
+    throughput_source: Literal["log", "prometheus"] | None = None
+    """Where the tokens per second the economics use come from: the log, or Prometheus
+    (spec.metrics.tokensPerSecond)."""
 
 
 class RunEconomicsStatus(ApiModel):
@@ -191,6 +214,11 @@ class TrainingTrialStatus(ApiModel):
     """When the trial started."""
     conditions: list[Condition] | None = Field(default=None, max_length=16)
     """Ready, Progressing, Stalled (kstatus)."""
+    preflight_notes: list[str] | None = Field(default=None, max_length=16)
+    """What preflight could not check and let pass (e.g. an S3 compile cache the operator's
+    role cannot read: the pods may)."""
+    capacity_source: str | None = Field(default=None, max_length=512)
+    """Where the candidate's nodes come from, as preflight found them."""
     runs: RunPair | None = None
     """Each variant's trial run."""
     economics: EconomicsPair | None = None

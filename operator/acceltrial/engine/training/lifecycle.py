@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from acceltrial.api.durations import duration_seconds
 from acceltrial.api.training import (
     LossParityStatus,
     RunEconomicsStatus,
@@ -28,9 +29,8 @@ from acceltrial.api.training import (
     TrainingTrialStatus,
 )
 from acceltrial.api.training.status import (
-    MAX_LOSS_POINTS,
     EconomicsPair,
-    LossPoint,
+    ExportedReading,
     Rate,
     RunPair,
     TrainingCriterionResult,
@@ -45,12 +45,15 @@ from acceltrial.engine.training.figures import (
     variant_figures,
 )
 from acceltrial.engine.training.jobs import Role
-from acceltrial.engine.training.loss import loss_gap
+from acceltrial.engine.training.loss import loss_curve, loss_gap
 from acceltrial.engine.training.runs import Interval, RunEconomics, RunPrice, Speed
 
 Variant = Literal["baseline", "candidate"]
 VARIANTS: tuple[Variant, ...] = ("baseline", "candidate")
 JobPhase = Literal["Absent", "Running", "Succeeded", "Failed"]
+EXPORTED_GRACE_SECONDS = 60.0
+"""How long after a run's end the decision waits for Prometheus to answer (at least three
+spec.metrics.interval)."""
 
 
 @dataclass(frozen=True)
@@ -78,13 +81,28 @@ class NodePrice:
 
 
 @dataclass(frozen=True)
+class Preflight:
+    """What preflight found: problems end the trial; waits keep it in Preflight (within
+    run.timeout); notes are recorded and let pass."""
+
+    problems: tuple[str, ...] = ()
+    waits: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    capacity_source: str | None = None
+
+
+@dataclass(frozen=True)
 class TrainingWorld:
     """What the handlers read for one tick."""
 
     now: datetime
     jobs: Mapping[Role, JobView]
     prices: Mapping[Variant, NodePrice]
-    preflight_problems: tuple[str, ...] = ()
+    preflight: Preflight | None = None
+    """What preflight found; None once the trial has started (it is judged at the start)."""
+    exported: Mapping[Variant, ExportedReading] = field(default_factory=dict)
+    """Prometheus over a finished run's steady steps (spec.metrics), for the runs the status
+    has none for yet; a run absent here was not answered this tick."""
 
 
 @dataclass(frozen=True)
@@ -126,10 +144,17 @@ def training_tick(
     if status.phase in ("Recommended", "NotRecommended", "Failed"):
         return TrainingTick(status, _stop_running(world))
     if status.phase in ("Pending", "Preflight"):
-        if world.preflight_problems:
-            return _fail(status, world, "PreflightFailed", "; ".join(world.preflight_problems))
-        phase = "Compiling" if spec.precompile is not None else "Running"
-        status = status.model_copy(update={"phase": phase, "started_at": world.now})
+        checked = _preflight(spec, status, world)
+        if isinstance(checked, TrainingTick):
+            return checked
+        status = checked
+    return _running(spec, status, world)
+
+
+def _running(
+    spec: TrainingTrialSpec, status: TrainingTrialStatus, world: TrainingWorld
+) -> TrainingTick:
+    """A tick past preflight: the precompile, each run, then the decision."""
     step = _Step(spec, status, world, {v: _run(status, v) for v in VARIANTS})
     runs, actions = step.runs, step.actions
     if spec.precompile is not None and runs["candidate"].precompile_seconds is None:
@@ -142,15 +167,41 @@ def training_tick(
         outcome = _advance(step, variant)
         if isinstance(outcome, TrainingTick):
             return outcome
-    status = _with_runs(status, runs)
     if all(runs[v].state == "Finished" for v in VARIANTS):
-        step.status = status
-        return _decide(step)
+        waiting = _exported(spec, world, runs)
+        step.status = _with_runs(status, runs)
+        if waiting is None:
+            return _decide(step)
+        return TrainingTick(step.status.model_copy(update={"message": waiting}), tuple(actions))
+    status = _with_runs(status, runs)
     # Compiling while the precompile runs, whatever the baseline does meanwhile.
     phase = "Compiling" if runs["candidate"].state == "Compiling" else "Running"
     message = _progress(spec, runs)
     return TrainingTick(status.model_copy(update={"phase": phase, "message": message}),
                         tuple(actions))  # fmt: skip
+
+
+def _preflight(
+    spec: TrainingTrialSpec, status: TrainingTrialStatus, world: TrainingWorld
+) -> TrainingTrialStatus | TrainingTick:
+    """The status to run with once preflight passes, or the tick that fails or waits."""
+    found = world.preflight or Preflight()
+    started = status.started_at or world.now
+    status = status.model_copy(update={
+        "started_at": started, "preflight_notes": list(found.notes)[:16] or None,
+        "capacity_source": (found.capacity_source or "")[:512] or None,
+    })  # fmt: skip
+    if found.problems:
+        return _fail(status, world, "PreflightFailed", "; ".join(found.problems))
+    if found.waits:
+        waited = (world.now - started).total_seconds()
+        if waited > duration_seconds(spec.run.timeout):
+            why = f"preflight waited {waited:.0f}s (run.timeout) for: " + "; ".join(found.waits)
+            return _fail(status, world, "PreflightFailed", why)
+        message = "preflight: waiting for " + "; ".join(found.waits)
+        return TrainingTick(status.model_copy(update={"phase": "Preflight", "message": message}))
+    phase = "Compiling" if spec.precompile is not None else "Running"
+    return status.model_copy(update={"phase": phase, "started_at": world.now})
 
 
 def _run(status: TrainingTrialStatus, variant: Variant) -> RunStatus:
@@ -228,11 +279,42 @@ def _advance(step: _Step, variant: Variant) -> TrainingTick | None:
     return None
 
 
+def _exported(
+    spec: TrainingTrialSpec, world: TrainingWorld, runs: dict[Variant, RunStatus]
+) -> str | None:
+    """Record what Prometheus answered for the finished runs (spec.metrics); the message to
+    wait with while a run has no answer yet, within EXPORTED_GRACE of its end."""
+    if spec.metrics is None:
+        return None
+    waiting = []
+    for v in VARIANTS:
+        run = runs[v]
+        if run.prometheus is not None:
+            continue
+        if v in world.exported:
+            runs[v] = run.model_copy(update={"prometheus": world.exported[v]})
+            continue
+        ended = run.finished_at or world.now
+        grace = max(EXPORTED_GRACE_SECONDS, 3 * duration_seconds(spec.metrics.interval))
+        if (world.now - ended).total_seconds() <= grace:
+            waiting.append(v)
+            continue
+        note = f"Prometheus did not answer within {grace:.0f}s of the run's end"
+        runs[v] = run.model_copy(update={"prometheus": ExportedReading(note=note)})
+    if not waiting:
+        return None
+    return "reading Prometheus over the steady steps of: " + ", ".join(waiting)
+
+
 def _measured(run: RunStatus, measured: RunReading, log: TimedLog, warmup_steps: int) -> RunStatus:
     speed = measured.speed
     losses = {s: v for s, v in log.parsed.losses().items() if s > warmup_steps}
+    steady = [log.printed_at.get(s) for s in sorted(log.printed_at) if s > warmup_steps]
+    stamped = [at for at in steady if at is not None]
     return run.model_copy(update={
-        "loss_curve": thinned(losses) or None,
+        "steady_from": stamped[0] if stamped else None,
+        "last_step_at": stamped[-1] if stamped else None,
+        "loss_curve": loss_curve(losses) or None,
         "steps": measured.steps,
         "first_step_at": measured.first_step_at,
         "startup_seconds": measured.startup_seconds,
@@ -253,7 +335,11 @@ def _rate(interval: Interval | None) -> Rate | None:
 def _decide(step: _Step) -> TrainingTick:
     spec, status, world, runs, actions = step.spec, step.status, step.world, step.runs, step.actions
     # From the status, not the logs: a finished run's Job (and its log) is gone.
-    readings = {v: _reading(runs[v]) for v in VARIANTS}
+    exported = spec.metrics is not None and spec.metrics.tokens_per_second is not None
+    sources = {v: _throughput_source(runs[v], exported) for v in VARIANTS}
+    runs = {v: runs[v].model_copy(update={"throughput_source": sources[v]}) for v in VARIANTS}
+    status = _with_runs(status, runs)
+    readings = {v: _reading(runs[v], prometheus=sources[v] == "prometheus") for v in VARIANTS}
     nodes = {"baseline": spec.baseline.nodes, "candidate": spec.candidate.nodes}
     figures, economics = {}, {}
     for v in VARIANTS:
@@ -301,33 +387,27 @@ def _decide(step: _Step) -> TrainingTick:
     return TrainingTick(done, (*actions, *_stop_running(world, exclude=actions)))
 
 
-def thinned(losses: dict[int, float], keep_last: int = 256) -> list[LossPoint]:
-    """At most MAX_LOSS_POINTS points: the last ``keep_last`` steps whole, the earlier ones
-    evenly thinned; points that are not finite kept as they are (divergence is a finding)."""
-    steps = sorted(losses)
-    head, tail = steps[:-keep_last], steps[-keep_last:]
-    room = MAX_LOSS_POINTS - len(tail)
-    if len(head) > room:
-        head = [head[round(i * (len(head) - 1) / max(1, room - 1))] for i in range(room)]
-    points = [LossPoint(step=s, loss=losses[s]) for s in [*head, *tail]]
-    return [p for p in points if math.isfinite(p.loss)] + [
-        p for p in points if not math.isfinite(p.loss)
-    ][:1]
-
-
 def _losses(run: RunStatus) -> dict[int, float]:
     return {p.step: p.loss for p in run.loss_curve or []}
 
 
-def _reading(run: RunStatus) -> RunReading:
-    """A finished run as its status recorded it."""
+def _throughput_source(run: RunStatus, exported: bool) -> Literal["log", "prometheus"]:
+    """Prometheus when spec.metrics.tokensPerSecond is given and answered, else the log."""
+    answered = run.prometheus is not None and run.prometheus.tokens_per_second is not None
+    return "prometheus" if exported and answered else "log"
+
+
+def _reading(run: RunStatus, prometheus: bool = False) -> RunReading:
+    """A finished run as its status recorded it; its tokens per second from Prometheus when
+    ``prometheus``."""
     steps = run.steps or 0
+    tokens = run.prometheus.tokens_per_second if prometheus and run.prometheus else None
     return RunReading(
         steps=steps,
         first_step_at=run.first_step_at,
         startup_seconds=run.startup_seconds,
         speed=Speed(
-            tokens_per_second=_interval(run.tokens_per_second, steps),
+            tokens_per_second=_interval(tokens or run.tokens_per_second, steps),
             samples_per_second=_interval(run.samples_per_second, steps),
             steps=steps,
         ),

@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from acceltrial.api.training.status import MAX_LOSS_POINTS, LossPoint
 from acceltrial.engine.training.runs import Interval, mean_interval
 
 MIN_MATCHED_STEPS = 8
@@ -67,3 +68,18 @@ def loss_gap(
         baseline_final=sum(baseline[s] for s in final) / len(final),
         candidate_final=sum(candidate[s] for s in final) / len(final),
     )
+
+
+def loss_curve(losses: dict[int, float], keep_last: int = 256) -> list[LossPoint]:
+    """The loss curve the status keeps, at most MAX_LOSS_POINTS points: the last ``keep_last``
+    steps whole, the earlier ones evenly thinned; points that are not finite kept as they are
+    (divergence is a finding)."""
+    steps = sorted(losses)
+    head, tail = steps[:-keep_last], steps[-keep_last:]
+    room = MAX_LOSS_POINTS - len(tail)
+    if len(head) > room:
+        head = [head[round(i * (len(head) - 1) / max(1, room - 1))] for i in range(room)]
+    points = [LossPoint(step=s, loss=losses[s]) for s in [*head, *tail]]
+    return [p for p in points if math.isfinite(p.loss)] + [
+        p for p in points if not math.isfinite(p.loss)
+    ][:1]

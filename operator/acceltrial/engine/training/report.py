@@ -48,6 +48,7 @@ def _variant(
     instance: str, nodes: int, run: RunStatus | None, money: RunEconomicsStatus | None
 ) -> TrainingVariantReport:
     run = run or RunStatus()
+    exported = run.prometheus
     return TrainingVariantReport(
         instance_type=instance,
         nodes=nodes,
@@ -64,6 +65,10 @@ def _variant(
         hours_per_run=money.hours_per_run if money else None,
         cost_per_run=money.cost_per_run if money else None,
         tokens_per_dollar=money.tokens_per_dollar if money else None,
+        throughput_source=run.throughput_source,
+        exported_tokens_per_second=exported.tokens_per_second if exported else None,
+        accelerator_utilization=exported.accelerator_utilization if exported else None,
+        prometheus_note=exported.note if exported else None,
         loss_curve=list(run.loss_curve or []),
         log_lines=list(run.log_lines or []),
     )
@@ -99,6 +104,7 @@ def checklist(report: TrainingReport) -> list[ChecklistAnswer]:
         ("How many tokens per dollar?", _both(b, c, "tokens_per_dollar", "{:,.0f}")),
         ("How long until the first step (image pull, compilation, graph load)?",
          _both(b, c, "startup_seconds", "{:,.0f} s")),
+        ("Are the accelerators busy while it trains?", _utilization(b, c)),
         ("Does it learn the same (loss at matched steps)?", _parity(report)),
         ("When does the migration pay for itself?", _payback_text(report.payback)),
         ("Was the comparison controlled?",
@@ -122,6 +128,16 @@ def _both(b: TrainingVariantReport, c: TrainingVariantReport, field: str, fmt: s
         return "not measured" if value is None else fmt.format(value)
 
     return f"GPU {one(b)}, Trainium {one(c)}"
+
+
+def _utilization(b: TrainingVariantReport, c: TrainingVariantReport) -> str:
+    def one(v: TrainingVariantReport) -> str:
+        busy = v.accelerator_utilization
+        return "not measured" if busy is None else f"{busy.mean:.0%}"
+
+    if b.accelerator_utilization is None and c.accelerator_utilization is None:
+        return "not measured (spec.metrics names no Prometheus, or it had no samples)"
+    return f"GPU {one(b)}, NeuronCores {one(c)} (dcgm-exporter, neuron-monitor)"
 
 
 def _parity(report: TrainingReport) -> str:

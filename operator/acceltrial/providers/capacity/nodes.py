@@ -51,6 +51,16 @@ def schedulable_problem(
     return None
 
 
+def fitting_nodes(nodes: list[Manifest], instance_type: str, resource: str, amount: int) -> int:
+    """How many nodes of ``instance_type`` can each take a pod asking ``amount`` of
+    ``resource`` (a training Job's pods take a node each)."""
+    return sum(
+        1 for n in nodes
+        if _labels(n).get(INSTANCE_TYPE_LABEL) == instance_type
+        and _tolerated(n) and _allocatable(n, resource) >= amount
+    )  # fmt: skip
+
+
 def _labels(node: Manifest) -> dict[str, str]:
     return dict(node.get("metadata", {}).get("labels") or {})
 

@@ -1,7 +1,8 @@
 """The capacity providers by the name ``spec.capacity.provider`` gives them.
 
 A new provider is one module in this folder, one entry in :data:`CAPACITY_PROVIDERS` and its
-member in the spec (``api/capacity.py``).
+member in the spec (``api/capacity.py``). Both kinds use them: an AcceleratorTrial's
+candidate pods, a TrainingTrial's Trainium nodes.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from acceltrial.api.spec import TrialSpec
+from acceltrial.api.capacity import CapacitySpec
 from acceltrial.engine.capacity import CapacityNeed
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.capacity.karpenter import KarpenterProvider
@@ -24,7 +25,8 @@ class CapacityContext:
     """What any capacity provider may need to be built for one trial's tick."""
 
     kube: Kube
-    spec: TrialSpec
+    capacity: CapacitySpec
+    """The trial's spec.capacity."""
     nodes: list[dict[str, Any]]
     """The cluster's Nodes, read once this tick."""
     need: CapacityNeed
@@ -37,13 +39,13 @@ def _nodes(context: CapacityContext) -> CapacityProvider:
 
 
 def _karpenter(context: CapacityContext) -> CapacityProvider:
-    settings = context.spec.capacity.karpenter
+    settings = context.capacity.karpenter
     wanted = settings.node_pool if settings else None
     return KarpenterProvider(context.kube.node_pools(), context.nodes, context.shape, wanted)
 
 
 def _eks_nodegroup(context: CapacityContext) -> CapacityProvider:
-    settings = context.spec.capacity.eks_nodegroup
+    settings = context.capacity.eks_nodegroup
     if settings is None:  # the CRD's CEL rule requires it; kept for a spec read without it
         return _nodes(context)
     shape, resource = context.shape, context.need.resource
@@ -61,4 +63,4 @@ CAPACITY_PROVIDERS: dict[str, Callable[[CapacityContext], CapacityProvider]] = {
 
 def capacity_provider(context: CapacityContext) -> CapacityProvider:
     """The capacity provider the trial's spec names."""
-    return CAPACITY_PROVIDERS[context.spec.capacity.provider](context)
+    return CAPACITY_PROVIDERS[context.capacity.provider](context)

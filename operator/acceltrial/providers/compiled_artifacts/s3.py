@@ -17,12 +17,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.session import Session
 
 
 def _client(region: str | None) -> Any:
     return Session().create_client("s3", region_name=region)
+
+
+def _quick_client(region: str | None) -> Any:
+    """A client that gives up within seconds: a check that cannot be made is only a note."""
+    quick = Config(connect_timeout=3, read_timeout=5, retries={"total_max_attempts": 2})
+    return Session().create_client("s3", region_name=region, config=quick)
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -87,3 +94,29 @@ class S3Artifacts:
                     raise
         reply = client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
         return bool(reply.get("KeyCount") or reply.get("Contents"))
+
+
+def compile_cache_check(
+    uri: str, region: str | None = None, client_for: Callable[[str | None], Any] = _quick_client
+) -> ArtifactCheck:
+    """A TrainingTrial's ``compileCache.url``: its bucket must exist (the cache may be empty:
+    a precompile or the first run fills it). No such bucket is a problem; anything else that
+    keeps the operator from looking (no credentials, access denied, S3 unreachable) is a
+    ``wait`` that the caller records as a note and lets pass, since the Neuron pods read
+    and write the cache with their own role, not the operator's."""
+    if not uri.startswith("s3://"):
+        return ArtifactCheck()
+    bucket, _ = split_s3_uri(uri)
+    try:
+        client_for(region).head_bucket(Bucket=bucket)
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code"))
+        if code in _MISSING:
+            return ArtifactCheck(
+                problem=f"compileCache.url {uri}: no bucket {bucket} in S3; create it, or "
+                "fix the URL (the cache itself may start empty)"
+            )
+        return ArtifactCheck(wait=f"compileCache.url {uri} was not checked: {error}")
+    except BotoCoreError as error:
+        return ArtifactCheck(wait=f"compileCache.url {uri} was not checked: {error}")
+    return ArtifactCheck()

@@ -105,6 +105,11 @@ class RealControlPlane:
         return f"https://127.0.0.1:{self.port}"
 
     @property
+    def pod_logs(self) -> PodLogs | None:
+        """What serves the Job pods' logs (and plays the simulated trainers), when started."""
+        return self._pod_logs
+
+    @property
     def audit_log(self) -> Path:
         return self.data_dir / "audit.log"
 

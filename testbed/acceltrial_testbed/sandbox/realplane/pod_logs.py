@@ -36,6 +36,7 @@ LOGS = "/apis/kwok.x-k8s.io/v1alpha1/namespaces/{}/logs"
 JOB_PODS = "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name"
 POLL_SECONDS = 0.5
 VARIANT_LABEL = "acceltrial.dev/variant"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def node_addresses(addresses: list[dict[str, str]], name: str) -> list[dict[str, str]]:
@@ -58,6 +59,7 @@ class PodLogs:
         self.directory = directory
         self._served: set[str] = set()
         self._playing: dict[str, _Playing] = {}
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-logs", daemon=True)
 
@@ -104,13 +106,14 @@ class PodLogs:
         if playing is None:
             if (pod.get("status") or {}).get("phase") != "Running" or meta.get("deletionTimestamp"):
                 return
-            playing = _Playing(_script_of(pod), datetime.now(UTC))
+            playing = _Playing(_script_of(pod), datetime.now(UTC), TrainerPod.of(pod))
             try:
                 self._serve(pod, "")
             except ApiError as error:
                 if error.status != 409:
                     return
-            self._playing[meta["uid"]] = playing
+            with self._lock:
+                self._playing[meta["uid"]] = playing
         elapsed = (datetime.now(UTC) - playing.started).total_seconds()
         due = [(at, line) for at, line in playing.script.lines[playing.printed :] if at <= elapsed]
         if due:
@@ -127,6 +130,14 @@ class PodLogs:
                 if error.status != 404:
                     return
             playing.ended = True
+
+    def trainers(self) -> list[tuple[TrainerPod, Script, float]]:
+        """Each trainer pod played so far, its script and the seconds since it started (for
+        the metrics it exports: sandbox/trainer_metrics.py)."""
+        now = datetime.now(UTC)
+        with self._lock:
+            playing = list(self._playing.values())
+        return [(p.pod, p.script, (now - p.started).total_seconds()) for p in playing]
 
     def _log_path(self, meta: dict[str, Any]) -> Path:
         return self.directory / f"{meta['namespace']}_{meta['name']}_{meta['uid']}.log"
@@ -146,12 +157,49 @@ class PodLogs:
         self.client.create(LOGS.format(meta["namespace"]), body)
 
 
+@dataclass(frozen=True)
+class TrainerPod:
+    """Who a trainer pod is, as its exporters label it."""
+
+    namespace: str
+    name: str
+    node: str
+    container: str
+    role: str
+    rank_zero: bool
+    """The Job's first pod (completion index 0, or a Job that is not indexed)."""
+    gpus: int
+    neuron_devices: int
+    utilization: float
+
+    @classmethod
+    def of(cls, pod: dict[str, Any]) -> TrainerPod:
+        meta, spec = pod["metadata"], pod["spec"]
+        annotations = meta.get("annotations") or {}
+        limits: dict[str, Any] = {}
+        for container in spec["containers"]:
+            limits |= (container.get("resources") or {}).get("limits") or {}
+        behaviour = Behaviour.model_validate_json(str(annotations[TRAINER]))
+        return cls(
+            namespace=meta["namespace"],
+            name=meta["name"],
+            node=spec.get("nodeName", ""),
+            container=spec["containers"][0]["name"],
+            role=(meta.get("labels") or {}).get(VARIANT_LABEL, "baseline"),
+            rank_zero=annotations.get(COMPLETION_INDEX, "0") == "0",
+            gpus=int(str(limits.get("nvidia.com/gpu", 0))),
+            neuron_devices=int(str(limits.get("aws.amazon.com/neuron", 0))),
+            utilization=behaviour.utilization,
+        )
+
+
 @dataclass
 class _Playing:
     """A trainer pod being played: its script, when it started, how far it printed."""
 
     script: Script
     started: datetime
+    pod: TrainerPod
     printed: int = 0
     ended: bool = False
 

@@ -14,9 +14,10 @@ CHART_CRDS := $(CHART)/files/crds
 PYTEST_ARGS ?=
 JUNIT_DIR ?=
 # Two tiers, every directory of tests/ in exactly one (tests/unit/test_test_tiers.py checks it):
-# the inner loop needs no cluster and no Prometheus; the rest needs the control plane built.
-FAST_TESTS := tests/unit tests/handlers tests/chart tests/security tests/hostile
-CLUSTER_TESTS := tests/cli tests/demo tests/faults tests/integration tests/kstatus tests/sandbox
+# the inner loop needs no server at all; the rest needs the control plane built (the operator's
+# tests run on the real one, the emulator only where Go is missing).
+FAST_TESTS := tests/unit tests/chart tests/security tests/hostile
+CLUSTER_TESTS := tests/cli tests/demo tests/faults tests/handlers tests/integration tests/kstatus tests/sandbox
 # Build the control plane where go is (always in CI, where its absence fails the build).
 define control_plane_if_go
 @if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
@@ -116,7 +117,7 @@ pytest: setup ## Run the whole test suite in one pytest (PYTEST_ARGS='-m "not sl
 	$(control_plane_if_go)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test-fast: setup ## The inner loop (under 3 min): unit, engine, handlers, chart, security tests; no cluster, no build.
+test-fast: setup ## The inner loop (under 3 min): unit, engine, chart, security, hostile-input tests; no server, no build.
 	$(BIN)/pytest $(FAST_TESTS) $(PYTEST_ARGS) $(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-fast.xml)
 
 test-cluster: setup ## The tests of a cluster, Prometheus or a demo; builds the control plane first when go is here.

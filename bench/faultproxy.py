@@ -1,7 +1,8 @@
 """A fault-injecting HTTP proxy for the tests and the fault suite (never used by the operator).
 
-:class:`FaultProxy` forwards every request to one upstream (the sandbox's API server or a
-Prometheus) and, on a seeded schedule, answers instead of it or spoils its answer:
+:class:`FaultProxy` forwards every request to one upstream (the test's API server, the real
+control plane's over TLS with its admin certificate, or a Prometheus) and, on a seeded
+schedule, answers instead of it or spoils its answer:
 
 API server faults
   ``conflict``     409 Conflict on a write (POST, PUT, PATCH, DELETE), nothing forwarded
@@ -43,6 +44,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from acceltrial_testbed.sandbox.access import Access, as_access
 
 API_FAULTS = ("conflict", "error-500", "error-503", "throttle", "delay", "watch-drop", "watch-gone")
 PROMETHEUS_FAULTS = ("error-500", "error-503", "throttle", "delay", "partial", "stale")
@@ -125,15 +128,20 @@ def applies(kind: str, method: str, path: str, query: dict[str, str]) -> bool:
 
 
 class FaultProxy:
-    """A threaded proxy to ``upstream`` (``http://host:port``) injecting ``schedule``'s faults;
-    use as a context manager, then point clients at :attr:`url`."""
+    """A threaded proxy to ``upstream`` injecting ``schedule``'s faults; use as a context
+    manager, then point clients at :attr:`url` (plain HTTP). An ``https://`` upstream (the real
+    control plane) is reached with its :class:`Access`: its CA, and its client certificate as
+    the identity every proxied request has."""
 
-    def __init__(self, upstream: str, schedule: Schedule, delay_seconds: float = 3.0) -> None:
+    def __init__(
+        self, upstream: Access | str, schedule: Schedule, delay_seconds: float = 3.0
+    ) -> None:
         self.schedule = schedule
         self.delay_seconds = delay_seconds
         self.injected: Counter[str] = Counter()
         self.requests = 0
-        self._upstream = urllib.parse.urlsplit(upstream)
+        self._access = as_access(upstream)
+        self._upstream = urllib.parse.urlsplit(self._access.url)
         self._answers: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -144,9 +152,10 @@ class FaultProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def retarget(self, upstream: str) -> None:
+    def retarget(self, upstream: Access | str) -> None:
         """Send later requests to another upstream (a restarted Prometheus)."""
-        self._upstream = urllib.parse.urlsplit(upstream)
+        self._access = as_access(upstream)
+        self._upstream = urllib.parse.urlsplit(self._access.url)
 
     def __enter__(self) -> FaultProxy:
         self._thread.start()
@@ -171,6 +180,10 @@ class FaultProxy:
 
     def upstream(self) -> http.client.HTTPConnection:
         host = self._upstream.hostname or "127.0.0.1"
+        if self._access.secure:
+            return http.client.HTTPSConnection(
+                host, self._upstream.port, timeout=60, context=self._access.ssl_context
+            )
         return http.client.HTTPConnection(host, self._upstream.port, timeout=60)
 
     def remember(self, promql: str, answer: bytes) -> bytes:
@@ -323,7 +336,9 @@ def _spoil(proxy: FaultProxy, fault: str, body: bytes, payload: bytes) -> bytes:
 
 
 @contextmanager
-def proxied(upstream: str, schedule: Schedule, delay_seconds: float = 3.0) -> Iterator[FaultProxy]:
+def proxied(
+    upstream: Access | str, schedule: Schedule, delay_seconds: float = 3.0
+) -> Iterator[FaultProxy]:
     """A running :class:`FaultProxy`."""
     with FaultProxy(upstream, schedule, delay_seconds) as proxy:
         yield proxy

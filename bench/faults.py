@@ -47,13 +47,19 @@ import yaml
 from tests.conftest import REPO
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, profile, serving
-from tests.integration.test_lifecycle_e2e import ROUTE, install_baseline, trial
-from tests.sandbox.conftest import Api
+from tests.integration.test_lifecycle_e2e import (
+    BACKENDS,
+    ROUTE,
+    backend_of,
+    install_baseline,
+    trial,
+    without_defaults,
+)
+from tests.sandbox.conftest import Api, served
 
-from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.access import Access
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile
 from acceltrial_testbed.sandbox.kubeconfig import write_kubeconfig
-from acceltrial_testbed.sandbox.topology import Topology, load_topology
 from bench.faultproxy import FaultProxy, Schedule
 
 Target = Literal["none", "api", "prometheus", "restart"]
@@ -168,20 +174,19 @@ class World:
     """The sandbox, the fleet and one shared Prometheus, for every kind of the run."""
 
     def __init__(self, stack: contextlib.ExitStack, folder: Path, kinds: list[FaultKind]):
-        default = load_topology()
         # Two GPU replicas per baseline and up to two Neuron ones per candidate, every trial's
         # kept to the end: nodes for all of them, or the last kinds' baselines never schedule.
         nodes = 2 * len(ROLES) * len(kinds) + 6
-        groups = [g.model_copy(update={"count": max(g.count, nodes)}) for g in default.node_groups]
         self.folder = folder
-        self.sandbox = stack.enter_context(
-            Sandbox(ready_delay=0.2, topology=Topology(nodeGroups=groups))
-        )
-        self.api = Api(self.sandbox.url)
+        # The real control plane when it is built (always in CI), else the emulator.
+        plane = "real" if "real" in BACKENDS else "emulator"
+        self.sandbox = stack.enter_context(backend_of(plane, nodes_per_group=nodes))
+        self.api = Api.to(self.sandbox.access)
         crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
         assert self.api.post(CRDS, crd).status == 201
+        served(self.api, crd["metadata"]["name"], "/apis/acceltrial.dev/v1alpha1/acceleratortrials")
         profiles = {key: value for kind in kinds for key, value in fleet_profiles(kind).items()}
-        self.scrape = stack.enter_context(serving(self.sandbox.url, profiles))
+        self.scrape = stack.enter_context(serving(self.sandbox.access, profiles))
         self.prometheus_url = self.start_prometheus(stack, "shared")
 
     def start_prometheus(self, stack: contextlib.ExitStack, name: str) -> str:
@@ -209,7 +214,7 @@ def run_kind(world: World, kind: FaultKind, seed: int, deadline: float) -> Row:
         schedule = Schedule(kinds=kind.faults, rate=kind.rate, seed=seed)
         api_url, prometheus_url, proxies = world.sandbox.url, world.prometheus_url, []
         if kind.target == "api":
-            proxy = stack.enter_context(FaultProxy(api_url, schedule, DELAY_SECONDS))
+            proxy = stack.enter_context(FaultProxy(world.sandbox.access, schedule, DELAY_SECONDS))
             api_url, proxies = proxy.url, [proxy]
         elif kind.target == "prometheus":
             proxy = stack.enter_context(FaultProxy(prometheus_url, schedule, DELAY_SECONDS))
@@ -221,7 +226,7 @@ def run_kind(world: World, kind: FaultKind, seed: int, deadline: float) -> Row:
             stack.callback(restarts.stop)
         runs = [TrialRun(kind.name, role) for role in ROLES]
         watches = [start_trial(world, kind, run, prometheus_url) for run in runs]
-        operator = Supervised(lambda: start_operator(world, kind, api_url))
+        operator = Supervised(lambda: start_operator(world, kind, api_url, proxies))
         try:
             follow(world, kind, runs, deadline, operator)
         finally:
@@ -268,7 +273,7 @@ class Restarts:
 def start_trial(world: World, kind: FaultKind, run: TrialRun, prometheus_url: str) -> RouteWatch:
     ns = namespace(kind, run.role)
     install_baseline(world.api, ns)
-    watch = RouteWatch(world.sandbox.url, ns)
+    watch = RouteWatch(world.sandbox.access, ns)
     analysis: dict[str, Any] = {"prometheus": {"address": prometheus_url}}
     if kind.name.startswith("prom-delay"):
         analysis["prometheus"]["timeout"] = "2s"  # the proxy's delay is longer
@@ -279,10 +284,17 @@ def start_trial(world: World, kind: FaultKind, run: TrialRun, prometheus_url: st
     return watch
 
 
-def start_operator(world: World, kind: FaultKind, api_url: str) -> subprocess.Popen[bytes]:
+def start_operator(
+    world: World, kind: FaultKind, api_url: str, proxies: list[FaultProxy]
+) -> subprocess.Popen[bytes]:
+    """The operator, through the API proxy when the kind injects API faults (plain HTTP: the
+    proxy reaches the real control plane with its admin certificate), else as the cluster's
+    kubeconfig says."""
     folder = world.folder / kind.name
     folder.mkdir(parents=True, exist_ok=True)
-    kubeconfig = write_kubeconfig(folder / "kubeconfig", api_url)
+    kubeconfig = world.sandbox.kubeconfig
+    if kind.target == "api":
+        kubeconfig = write_kubeconfig(folder / "kubeconfig", proxies[0].url)
     env = os.environ | {
         "KUBECONFIG": str(kubeconfig),
         "ACCELTRIAL_METRICS_PORT": "0",
@@ -361,18 +373,22 @@ def serves(world: World, kind: FaultKind, run: TrialRun) -> bool:
 
 def route_refs(world: World, kind: FaultKind, run: TrialRun) -> list[dict[str, Any]]:
     route = world.api.get(f"{ROUTES.format(namespace(kind, run.role))}/llama3").body
-    refs: list[dict[str, Any]] = route["spec"]["rules"][0]["backendRefs"]
-    return refs
+    # Without the values the real API server's CRD defaults (group, kind, weight 1).
+    return without_defaults(route["spec"]["rules"][0]["backendRefs"])
 
 
 class RouteWatch:
     """Every candidate weight the HTTPRoute takes, from a watch on the sandbox itself."""
 
-    def __init__(self, url: str, ns: str) -> None:
-        address = urllib.parse.urlsplit(url)
-        self._connection = http.client.HTTPConnection(
-            address.hostname or "127.0.0.1", address.port, timeout=610
-        )
+    def __init__(self, access: Access, ns: str) -> None:
+        address = urllib.parse.urlsplit(access.url)
+        host = address.hostname or "127.0.0.1"
+        self._connection: http.client.HTTPConnection = (
+            http.client.HTTPSConnection(host, address.port, timeout=610,
+                                        context=access.ssl_context)
+            if access.secure
+            else http.client.HTTPConnection(host, address.port, timeout=610)
+        )  # fmt: skip
         self._path = f"{ROUTES.format(ns)}?watch=true&timeoutSeconds=600"
         self.weights: list[int] = []
         self._thread = threading.Thread(target=self._follow, daemon=True)

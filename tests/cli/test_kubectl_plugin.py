@@ -23,10 +23,10 @@ from acceltrial.api.status import CriterionResult, EconomicsStatus, TrialStatus,
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.engine.ticks import Measurement
-from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.cli.browser import rendered_text, screenshot
 from tests.conftest import REPO, tool
-from tests.sandbox.conftest import Api
+from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.sandbox.conftest import Api, Backend, served
 
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/ml/acceleratortrials"
 T0 = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
@@ -59,16 +59,18 @@ def report_body(spec: TrialSpec, status: TrialStatus) -> dict[str, Any]:
     return report.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Sandbox]:
-    with Sandbox(controllers=False) as sandbox:
-        api = Api(sandbox.url)
+@pytest.fixture(scope="module", params=BACKENDS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The real control plane when it is built (always in CI), else the emulator."""
+    with backend_of(request.param, nodes_per_group=1) as sandbox:
+        api = Api.to(sandbox.access)
         crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
         assert (
             api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).status == 201
         )
         api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                         "metadata": {"name": "ml"}})  # fmt: skip
+        served(api, crd["metadata"]["name"], TRIALS)  # the real API server serves it shortly
         trial = yaml.safe_load((REPO / "examples" / "llama3-8b-inf2-httproute.yaml").read_text())
         trial["metadata"]["namespace"] = "ml"
         assert api.post(TRIALS, trial).status == 201
@@ -87,7 +89,7 @@ def cluster() -> Iterator[Sandbox]:
         yield sandbox
 
 
-def kubectl(cluster: Sandbox, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def kubectl(cluster: Backend, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     plugin_dir = str(Path(sys.executable).parent)  # where kubectl-acceltrial is installed
     env = {
         "PATH": os.pathsep.join([plugin_dir, os.environ.get("PATH", "")]),
@@ -102,7 +104,7 @@ def kubectl(cluster: Sandbox, home: Path, *args: str) -> subprocess.CompletedPro
 
 
 def test_status_is_a_table_of_phase_step_weight_and_verdicts(
-    cluster: Sandbox, tmp_path: Path
+    cluster: Backend, tmp_path: Path
 ) -> None:
     done = kubectl(cluster, tmp_path, "acceltrial", "status", "-n", "ml")
     assert done.returncode == 0, done.stderr
@@ -111,7 +113,7 @@ def test_status_is_a_table_of_phase_step_weight_and_verdicts(
     assert row.split()[:5] == ["llama3-8b-inf2", "Progressing", "3/3", "50%", "p99-latency=Pass"]
 
 
-def test_report_as_markdown_and_json(cluster: Sandbox, tmp_path: Path) -> None:
+def test_report_as_markdown_and_json(cluster: Backend, tmp_path: Path) -> None:
     done = kubectl(cluster, tmp_path, "acceltrial", "report", "llama3-8b-inf2", "-n", "ml")
     assert done.returncode == 0, done.stderr
     assert "| latency p99 | 2.86 s | 2.64 s |" in done.stdout
@@ -121,14 +123,14 @@ def test_report_as_markdown_and_json(cluster: Sandbox, tmp_path: Path) -> None:
     assert [p["weight"] for p in json.loads(as_json.stdout)["timeline"]] == [5, 25, 50]
 
 
-def test_an_action_is_an_annotation(cluster: Sandbox, tmp_path: Path) -> None:
+def test_an_action_is_an_annotation(cluster: Backend, tmp_path: Path) -> None:
     done = kubectl(cluster, tmp_path, "acceltrial", "pause", "llama3-8b-inf2", "-n", "ml")
     assert done.returncode == 0, done.stderr
-    trial = Api(cluster.url).get(f"{TRIALS}/llama3-8b-inf2").body
+    trial = Api.to(cluster.access).get(f"{TRIALS}/llama3-8b-inf2").body
     assert trial["metadata"]["annotations"]["acceltrial.dev/action"] == "pause"
 
 
-def test_a_missing_trial_or_no_cluster_is_one_clear_line(cluster: Sandbox, tmp_path: Path) -> None:
+def test_a_missing_trial_or_no_cluster_is_one_clear_line(cluster: Backend, tmp_path: Path) -> None:
     missing = kubectl(cluster, tmp_path, "acceltrial", "report", "nope", "-n", "ml")
     assert missing.returncode == 1
     assert missing.stderr.strip() == "acceltrial report: AcceleratorTrial ml/nope not found"
@@ -144,7 +146,7 @@ def test_a_missing_trial_or_no_cluster_is_one_clear_line(cluster: Sandbox, tmp_p
 
 
 @pytest.mark.slow
-def test_the_html_report_opens_in_headless_chromium(cluster: Sandbox, tmp_path: Path) -> None:
+def test_the_html_report_opens_in_headless_chromium(cluster: Backend, tmp_path: Path) -> None:
     done = kubectl(cluster, tmp_path, "acceltrial", "report", "llama3-8b-inf2", "-n", "ml",
                    "-o", "html")  # fmt: skip
     assert done.returncode == 0, done.stderr

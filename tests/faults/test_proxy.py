@@ -21,17 +21,19 @@ from acceltrial.providers.metrics.prometheus import (
     PrometheusClient,
     PrometheusServerError,
 )
-from acceltrial_testbed.sandbox.cluster import Sandbox
 from acceltrial_testbed.sandbox.kubeconfig import write_kubeconfig
 from tests.integration.http_stub import Responder, http_server
-from tests.sandbox.conftest import CONFIGMAPS, Api, configmap
+from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.sandbox.conftest import CONFIGMAPS, Api, Backend, configmap
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(controllers=False) as cluster:
+@pytest.fixture(scope="module", params=BACKENDS)
+def sandbox(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The real control plane when it is built (always in CI; the proxy reaches it over TLS
+    with its admin certificate), else the emulator."""
+    with backend_of(request.param, nodes_per_group=1) as cluster:
         yield cluster
 
 
@@ -39,21 +41,21 @@ def only(*kinds: str, rate: float = 1.0) -> Schedule:
     return Schedule(kinds=kinds, rate=rate, seed=7)
 
 
-def test_a_conflict_refuses_writes_and_lets_reads_through(sandbox: Sandbox) -> None:
-    Api(sandbox.url).post(CONFIGMAPS, configmap("kept"))
-    with proxied(sandbox.url, only("conflict")) as proxy:
+def test_a_conflict_refuses_writes_and_lets_reads_through(sandbox: Backend) -> None:
+    Api.to(sandbox.access).post(CONFIGMAPS, configmap("kept"))
+    with proxied(sandbox.access, only("conflict")) as proxy:
         api = Api(proxy.url)
         assert api.get(f"{CONFIGMAPS}/kept").status == 200
         refused = api.merge(f"{CONFIGMAPS}/kept", {"data": {"k": "changed"}})
         assert (refused.status, refused.body["reason"]) == (409, "Conflict")
         assert proxy.injected == {"conflict": 1}
-    assert "k" not in (Api(sandbox.url).get(f"{CONFIGMAPS}/kept").body.get("data") or {})
+    assert "k" not in (Api.to(sandbox.access).get(f"{CONFIGMAPS}/kept").body.get("data") or {})
 
 
 @pytest.mark.parametrize(("kind", "code"), [("error-500", 500), ("error-503", 503),
                                             ("throttle", 429)])  # fmt: skip
-def test_server_errors_are_answered_by_the_proxy(sandbox: Sandbox, kind: str, code: int) -> None:
-    with proxied(sandbox.url, only(kind)) as proxy:
+def test_server_errors_are_answered_by_the_proxy(sandbox: Backend, kind: str, code: int) -> None:
+    with proxied(sandbox.access, only(kind)) as proxy:
         reply = Api(proxy.url).get(CONFIGMAPS)
     assert reply.status == code
     assert "injected" in reply.body["message"]
@@ -62,53 +64,53 @@ def test_server_errors_are_answered_by_the_proxy(sandbox: Sandbox, kind: str, co
 
 
 def test_the_gateway_sees_injected_errors_as_temporary_and_a_delay_as_no_answer(
-    sandbox: Sandbox, tmp_path: Path
+    sandbox: Backend, tmp_path: Path
 ) -> None:
     for kind, status in (("error-503", 503), ("throttle", 429), ("conflict", 409)):
-        with proxied(sandbox.url, only(kind)) as proxy:
+        with proxied(sandbox.access, only(kind)) as proxy:
             with pytest.raises(KubeError) as failed:
                 kube(proxy, str(tmp_path)).apply(configmap_manifest("via-proxy"))
             assert (failed.value.status, failed.value.permanent) == (status, False)
-    with proxied(sandbox.url, only("delay"), delay_seconds=1.5) as proxy:
+    with proxied(sandbox.access, only("delay"), delay_seconds=1.5) as proxy:
         with pytest.raises(KubeError) as slow:
             kube(proxy, str(tmp_path), timeout=0.5).config_map("default", "missing")
         assert (slow.value.status, slow.value.permanent) == (0, False)
         assert "get ConfigMap default/missing" in str(slow.value)
 
 
-def test_a_watch_is_cut_and_a_resumed_watch_is_gone(sandbox: Sandbox) -> None:
-    direct = Api(sandbox.url)
+def test_a_watch_is_cut_and_a_resumed_watch_is_gone(sandbox: Backend) -> None:
+    direct = Api.to(sandbox.access)
     direct.post(CONFIGMAPS, configmap("w1"))
     direct.post(CONFIGMAPS, configmap("w2"))
-    with proxied(sandbox.url, only("watch-drop")) as proxy:
+    with proxied(sandbox.access, only("watch-drop")) as proxy:
         events = Api(proxy.url).watch(CONFIGMAPS, timeoutSeconds="5")
     assert len(events) == 1, "the stream ends after its first event, long before its timeout"
     version = direct.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
-    with proxied(sandbox.url, only("watch-gone")) as proxy:
+    with proxied(sandbox.access, only("watch-gone")) as proxy:
         events = Api(proxy.url).watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="5")
         assert proxy.injected == {"watch-gone": 1}
     assert [(e["type"], e["object"]["code"], e["object"]["reason"]) for e in events] == [
         ("ERROR", 410, "Expired")
     ]
-    with proxied(sandbox.url, only("watch-gone")) as proxy:
+    with proxied(sandbox.access, only("watch-gone")) as proxy:
         listed = Api(proxy.url).watch(CONFIGMAPS, count=1, timeoutSeconds="1")
     assert listed[0]["type"] == "ADDED", "a watch without a version to resume is not refused"
 
 
-def test_the_first_watch_of_each_stream_gets_the_fault_whatever_the_rate(sandbox: Sandbox) -> None:
+def test_the_first_watch_of_each_stream_gets_the_fault_whatever_the_rate(sandbox: Backend) -> None:
     """An operator opens few watches, all at its start: at a rate alone, a run can pass with no
     watch fault at all (CI once did)."""
-    direct = Api(sandbox.url)
+    direct = Api.to(sandbox.access)
     direct.post(CONFIGMAPS, configmap("f1"))
     direct.post(CONFIGMAPS, configmap("f2"))
-    with proxied(sandbox.url, only("watch-drop", rate=0.0)) as proxy:
+    with proxied(sandbox.access, only("watch-drop", rate=0.0)) as proxy:
         api = Api(proxy.url)
         first = api.watch(CONFIGMAPS, timeoutSeconds="2")
         again = api.watch(CONFIGMAPS, timeoutSeconds="2")
         assert proxy.injected == {"watch-drop": 1}
     assert (len(first), len(again)) == (1, len(direct.get(CONFIGMAPS).body["items"]))
     version = direct.get(CONFIGMAPS).body["metadata"]["resourceVersion"]
-    with proxied(sandbox.url, only("watch-gone", rate=0.0)) as proxy:
+    with proxied(sandbox.access, only("watch-gone", rate=0.0)) as proxy:
         api = Api(proxy.url)
         assert api.watch(CONFIGMAPS, count=1, timeoutSeconds="1")[0]["type"] == "ADDED"
         gone = api.watch(CONFIGMAPS, resourceVersion=version, timeoutSeconds="1")
@@ -118,9 +120,9 @@ def test_the_first_watch_of_each_stream_gets_the_fault_whatever_the_rate(sandbox
     assert all(e["type"] != "ERROR" for e in resumed)
 
 
-def test_a_dropped_watch_without_events_is_cut_too(sandbox: Sandbox) -> None:
+def test_a_dropped_watch_without_events_is_cut_too(sandbox: Backend) -> None:
     started = time.monotonic()
-    with proxied(sandbox.url, only("watch-drop")) as proxy:
+    with proxied(sandbox.access, only("watch-drop")) as proxy:
         events = Api(proxy.url).watch(
             CONFIGMAPS, labelSelector="acceltrial.dev/none=nothing", timeoutSeconds="60"
         )
@@ -129,10 +131,10 @@ def test_a_dropped_watch_without_events_is_cut_too(sandbox: Sandbox) -> None:
     assert time.monotonic() - started < WATCH_DROP_SECONDS + 10, "cut, not ended by its timeout"
 
 
-def test_the_same_seed_injects_the_same_faults(sandbox: Sandbox) -> None:
+def test_the_same_seed_injects_the_same_faults(sandbox: Backend) -> None:
     def run(seed: int) -> list[int]:
         schedule = Schedule(kinds=("error-500", "error-503", "throttle"), rate=0.5, seed=seed)
-        with proxied(sandbox.url, schedule) as proxy:
+        with proxied(sandbox.access, schedule) as proxy:
             return [Api(proxy.url).get(CONFIGMAPS).status for _ in range(30)]
 
     first = run(11)
@@ -141,9 +143,9 @@ def test_the_same_seed_injects_the_same_faults(sandbox: Sandbox) -> None:
     assert {200, 500, 503, 429} <= set(first)
 
 
-def test_after_and_limit_bound_the_faults(sandbox: Sandbox) -> None:
+def test_after_and_limit_bound_the_faults(sandbox: Backend) -> None:
     schedule = Schedule(kinds=("error-500",), rate=1.0, after=3, limit=2)
-    with proxied(sandbox.url, schedule) as proxy:
+    with proxied(sandbox.access, schedule) as proxy:
         codes = [Api(proxy.url).get(CONFIGMAPS).status for _ in range(8)]
     assert codes == [200, 200, 200, 500, 500, 200, 200, 200]
 

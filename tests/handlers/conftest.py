@@ -1,6 +1,8 @@
-"""Fixtures for the operator's parts against the sandbox's emulated API server: a cluster per
-module, a namespace per test holding a GPU baseline (Deployment, Service, HTTPRoute), and a kube
-gateway whose client records every request it sends."""
+"""Fixtures for the operator's parts against a control plane (the real one when it is built,
+always in CI; the emulator on a machine without Go): one shared by the modules, or a module's
+own when it needs a topology of its own; a namespace per test holding a GPU baseline
+(Deployment, Service, HTTPRoute), and a kube gateway whose client records every request it
+sends."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ from acceltrial.api.spec import TrialSpec
 from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.kube.gateway import Kube
-from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.conftest import REPO
-from tests.sandbox.conftest import Api
+from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.sandbox.conftest import IMMEDIATE, Api, Backend, served
+
+PLANE = "real" if "real" in BACKENDS else "emulator"
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ROUTE = {"name": "llama3-gpu", "port": 8000}
@@ -44,23 +48,32 @@ class RecordingClient(client.ApiClient):  # type: ignore[misc]
         return self.sent.count((method, path))
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Sandbox]:
-    with Sandbox(ready_delay=0.05) as sandbox:
+@pytest.fixture(scope="session")
+def shared_cluster() -> Iterator[Backend]:
+    """One control plane for the modules that need nothing special of it (a namespace per
+    test): the real one when it is built (always in CI), else the emulator."""
+    with backend_of(PLANE, nodes_per_group=16) as sandbox:
         yield sandbox
 
 
 @pytest.fixture(scope="module")
-def api(cluster: Sandbox) -> Api:
-    """Plain HTTP to the cluster, which serves AcceleratorTrials."""
-    api = Api(cluster.url)
+def cluster(shared_cluster: Backend) -> Backend:
+    """The module's control plane (a module needing its own topology overrides this)."""
+    return shared_cluster
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Backend) -> Api:
+    """The cluster, which serves AcceleratorTrials."""
+    api = Api.to(cluster.access)
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
-    assert api.post(CRDS, crd).status == 201
+    assert api.post(CRDS, crd).status in (201, 409)  # 409: installed for an earlier module
+    served(api, crd["metadata"]["name"], "/apis/acceltrial.dev/v1alpha1/acceleratortrials")
     return api
 
 
 @pytest.fixture
-def recorder(cluster: Sandbox) -> RecordingClient:
+def recorder(cluster: Backend) -> RecordingClient:
     configuration = client.Configuration()
     config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=configuration)
     return RecordingClient(configuration)
@@ -72,8 +85,9 @@ def kube(recorder: RecordingClient) -> Kube:
 
 
 @pytest.fixture
-def namespace(api: Api) -> str:
-    """A fresh namespace with the baseline: 2 replicas, its Service and an HTTPRoute to it."""
+def namespace(api: Api) -> Iterator[str]:
+    """A fresh namespace with the baseline: 2 replicas, its Service and an HTTPRoute to it;
+    deleted after the test, so the next ones find room on the shared plane's nodes."""
     name = f"t{next(_NAMESPACES)}"
     api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                     "metadata": {"name": name}})  # fmt: skip
@@ -85,7 +99,8 @@ def namespace(api: Api) -> str:
             "replicas": 2,
             "selector": {"matchLabels": LABELS},
             "template": {
-                "metadata": {"labels": LABELS},
+                # kwok's pod stages at once: these tests are of the operator, not of pod starts.
+                "metadata": {"labels": LABELS, "annotations": IMMEDIATE},
                 "spec": {
                     "nodeSelector": {"node.kubernetes.io/instance-type": "g5.xlarge"},
                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:0.11",
@@ -110,7 +125,8 @@ def namespace(api: Api) -> str:
     assert api.post(f"/api/v1/namespaces/{name}/services", service).status == 201
     routes = f"/apis/gateway.networking.k8s.io/v1/namespaces/{name}/httproutes"
     assert api.post(routes, route).status == 201
-    return name
+    yield name
+    api.delete(f"/api/v1/namespaces/{name}")
 
 
 def trial_spec(router: str = "gatewayapi", prometheus: str = "http://127.0.0.1:9") -> TrialSpec:

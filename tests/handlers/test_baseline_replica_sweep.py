@@ -17,12 +17,12 @@ from acceltrial.handlers.capacity_test import baseline_sweep, trial_sweeps
 from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.quality.load import LoadShape
-from acceltrial_testbed.sandbox.cluster import Sandbox
 from acceltrial_testbed.sandbox.fleet.model_server import ModelServers, model_endpoint
 from acceltrial_testbed.sandbox.topology import load_topology
-from tests.handlers.conftest import create_trial, trial_spec
+from tests.handlers.conftest import PLANE, create_trial, trial_spec
 from tests.handlers.test_quality_reads import wait_for_ready_pods
-from tests.sandbox.conftest import Api
+from tests.integration.test_lifecycle_e2e import control_plane
+from tests.sandbox.conftest import Api, Backend
 
 SHAPE = LoadShape(prompt_tokens=8, generated_tokens=4)
 REQUESTS = {"promptTokens": 8, "generatedTokens": 4}
@@ -41,14 +41,14 @@ def sweep_spec(requests: bool = True) -> TrialSpec:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Sandbox]:
+def cluster() -> Iterator[Backend]:
     """Five g5.xlarge nodes (one GPU each): room for both tests' baselines, in either order, and
     the replica of the one that has room."""
     topology = load_topology()
     pools = [p.model_copy(update={"count": 5}) if p.name == "gpu-g5" else p
              for p in topology.node_groups]  # fmt: skip
-    with Sandbox(
-        ready_delay=0.05, topology=topology.model_copy(update={"node_groups": pools})
+    with control_plane(
+        PLANE, topology.model_copy(update={"node_groups": pools}), ready_delay=0.05
     ) as sandbox:
         yield sandbox
 
@@ -65,9 +65,9 @@ def gone(kube: Kube, namespace: str, name: str) -> bool:
 
 
 def test_a_replica_with_room_is_swept_through_its_own_service_then_deleted(
-    api: Api, kube: Kube, namespace: str, cluster: Sandbox, monkeypatch: pytest.MonkeyPatch
+    api: Api, kube: Kube, namespace: str, cluster: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    servers = ModelServers(cluster.url, {})
+    servers = ModelServers(cluster.access, {})
     with model_endpoint(servers) as url:
         monkeypatch.setenv("ACCELTRIAL_MODEL_URL", url + "/{namespace}/{service}")
         snapshot = snapshot_in(api, kube, namespace)

@@ -20,11 +20,11 @@ from acceltrial.handlers.snapshot import TickSnapshot
 from acceltrial.handlers.world import TrialWorld
 from acceltrial.kube.gateway import Kube
 from acceltrial.providers.quality.services import prompt_set
-from acceltrial_testbed.sandbox.cluster import Sandbox
 from acceltrial_testbed.sandbox.fleet.model_server import ModelServers, model_endpoint
 from acceltrial_testbed.sandbox.topology import load_topology
-from tests.handlers.conftest import create_trial, trial_spec
-from tests.sandbox.conftest import Api
+from tests.handlers.conftest import PLANE, create_trial, trial_spec
+from tests.integration.test_lifecycle_e2e import control_plane
+from tests.sandbox.conftest import Api, Backend
 
 PROMPTS = '{"prompt": "The capital of France is"}\n{"prompt": "Steps to make tea:"}\n' + (
     '{"messages": [{"role": "user", "content": "Name a red fruit."}]}\n'
@@ -54,19 +54,19 @@ def snapshot_of(api: Api, kube: Kube, namespace: str) -> tuple[TickSnapshot, Tri
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Sandbox]:
+def cluster() -> Iterator[Backend]:
     """A cluster of its own whose GPU and Neuron pools hold every test's pods: each test's
     baseline and candidate must be Ready to answer."""
     topology = load_topology()
     pools = [pool.model_copy(update={"count": pool.count * 8}) for pool in topology.node_groups]
     larger = topology.model_copy(update={"node_groups": pools})
-    with Sandbox(ready_delay=0.05, topology=larger) as sandbox:
+    with control_plane(PLANE, larger, ready_delay=0.05) as sandbox:
         yield sandbox
 
 
 @pytest.fixture
-def models(cluster: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServers]:
-    servers = ModelServers(cluster.url, {})
+def models(cluster: Backend, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServers]:
+    servers = ModelServers(cluster.access, {})
     with model_endpoint(servers) as url:
         monkeypatch.setenv("ACCELTRIAL_MODEL_URL", url + "/{namespace}/{service}")
         yield servers

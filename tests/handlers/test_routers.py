@@ -17,6 +17,7 @@ from acceltrial.providers.routing.port import RoutingProblem
 from acceltrial.providers.routing.registry import ROUTERS
 from acceltrial.providers.routing.replicas import ReplicasRouter
 from tests.handlers.conftest import ROUTE, create_trial, trial_spec
+from tests.integration.test_lifecycle_e2e import without_defaults
 from tests.sandbox.conftest import Api
 
 ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/{}/httproutes/llama3"
@@ -41,11 +42,11 @@ def test_gatewayapi_records_moves_reads_back_and_restores_the_rule_exactly(
     assert router.problems() == []
     original = router.snapshot()
     assert isinstance(original, GatewayApiOriginal)
-    assert original.http_route.backend_refs == [ROUTE]
+    assert without_defaults(original.http_route.backend_refs) == [ROUTE]
 
     router.set_weight(25, original)
     route = api.get(ROUTES.format(namespace)).body
-    assert route["spec"]["rules"][0]["backendRefs"] == [
+    assert without_defaults(route["spec"]["rules"][0]["backendRefs"]) == [
         {**ROUTE, "weight": 75},
         {"name": "llama3-inf2-candidate", "port": 8000, "weight": 25},
     ]
@@ -55,7 +56,7 @@ def test_gatewayapi_records_moves_reads_back_and_restores_the_rule_exactly(
 
     router.restore(original)
     route = api.get(ROUTES.format(namespace)).body
-    assert route["spec"]["rules"][0]["backendRefs"] == [ROUTE]
+    assert without_defaults(route["spec"]["rules"][0]["backendRefs"]) == [ROUTE]
     assert TRIAL_ANNOTATION not in (route["metadata"].get("annotations") or {})
 
 

@@ -23,11 +23,14 @@ import pytest
 import yaml
 
 from acceltrial_testbed.sandbox.cluster import Sandbox
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from acceltrial_testbed.sandbox.topology import Topology
 from tests.conftest import REPO
+from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.prometheus_server import running_prometheus
 from tests.integration.simulated import STEADY, profile, serving
 from tests.integration.test_lifecycle_e2e import (
+    BACKENDS,
     ROUTE,
     TRIALS,
     backend_refs,
@@ -36,7 +39,7 @@ from tests.integration.test_lifecycle_e2e import (
     trial,
     wait_for,
 )
-from tests.sandbox.conftest import Api, eventually, why
+from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane, why
 
 pytestmark = pytest.mark.slow
 
@@ -80,8 +83,15 @@ PROFILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Sandbox]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The real control plane when it is built (always in CI; its provisioner plays Karpenter
+    and the managed node groups), else the emulator."""
+    if request.param == "real":
+        require_real_control_plane()
+        with RealControlPlane(topology=TOPOLOGY, acceleratortrial_crd=False) as plane:
+            yield plane
+        return
     with Sandbox(
         ready_delay=0.2, topology=TOPOLOGY, provision_delay=1.0, consolidation_delay=2.0
     ) as sandbox:
@@ -89,32 +99,34 @@ def cluster() -> Iterator[Sandbox]:
 
 
 @pytest.fixture(scope="module")
-def api(cluster: Sandbox) -> Api:
-    api = Api(cluster.url)
+def api(cluster: Backend) -> Api:
+    api = Api.to(cluster.access)
     crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
     assert api.post(CRDS, crd).status == 201
     return api
 
 
 @pytest.fixture(scope="module")
-def prometheus_url(cluster: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def prometheus_url(cluster: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("prom") / "data"
-    with serving(cluster.url, PROFILES) as scrape, running_prometheus(data, scrape) as url:
+    with serving(cluster.access, PROFILES) as scrape, running_prometheus(data, scrape) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def operator(
-    cluster: Sandbox, api: Api, tmp_path_factory: pytest.TempPathFactory
+    cluster: Backend, api: Api, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
-    """The operator as the chart runs it, reaching EKS through the default credential chain."""
+    """The operator as the chart runs it (with the chart's RBAC on the real control plane),
+    reaching EKS through the default credential chain."""
     assert cluster.eks is not None
     folder = tmp_path_factory.mktemp("operator")
+    identity = operator_kubeconfig(cluster, tmp_path_factory.mktemp("identity"))
     env = (
         os.environ
         | cluster.eks.environment()
         | {
-            "KUBECONFIG": str(cluster.kubeconfig),
+            "KUBECONFIG": str(identity),
             "ACCELTRIAL_METRICS_PORT": "0",
             "ACCELTRIAL_TICK_SECONDS": "0.5",
             "HOME": str(folder),
@@ -154,7 +166,7 @@ def candidate_nodes(api: Api, namespace: str) -> set[str]:
     }
 
 
-def size_becomes(cluster: Sandbox, size: int, timeout: float = 60) -> None:
+def size_becomes(cluster: Backend, size: int, timeout: float = 60) -> None:
     """Wait for the node group's desiredSize, polling moto (in this process, beside the sandbox)
     a few times a second rather than flat out."""
     deadline = time.monotonic() + timeout
@@ -163,7 +175,7 @@ def size_becomes(cluster: Sandbox, size: int, timeout: float = 60) -> None:
         time.sleep(0.25)
 
 
-def desired_size(cluster: Sandbox) -> int:
+def desired_size(cluster: Backend) -> int:
     assert cluster.eks is not None
     reply = cluster.eks.client().describe_nodegroup(
         clusterName="inference", nodegroupName="neuron-managed"
@@ -204,7 +216,7 @@ def test_a_nodepool_without_room_fails_the_trial_with_that_reason_and_changes_no
 
 
 def test_a_managed_node_group_at_zero_is_raised_then_restored_exactly_after_a_rollback(
-    api: Api, cluster: Sandbox, prometheus_url: str, operator: None
+    api: Api, cluster: Backend, prometheus_url: str, operator: None
 ) -> None:
     assert desired_size(cluster) == 0
     capacity = {
@@ -230,7 +242,7 @@ def test_a_managed_node_group_at_zero_is_raised_then_restored_exactly_after_a_ro
 
 
 def test_deleting_a_running_trial_gives_the_node_group_size_back(
-    api: Api, cluster: Sandbox, prometheus_url: str, operator: None
+    api: Api, cluster: Backend, prometheus_url: str, operator: None
 ) -> None:
     assert desired_size(cluster) == 0
     capacity = {

@@ -21,7 +21,6 @@ from acceltrial.engine.targets import variant_target
 from acceltrial.providers.metrics.prometheus import PrometheusClient
 from acceltrial.providers.metrics.prometheus.reader import promql as render_promql
 from acceltrial_testbed.demo.cluster import Client
-from acceltrial_testbed.sandbox.cluster import Sandbox
 from acceltrial_testbed.sandbox.fleet.accelerators import ExporterOptions
 from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile, serve
@@ -29,8 +28,12 @@ from acceltrial_testbed.sandbox.fleet.serving import metrics_endpoint, serve_exp
 from acceltrial_testbed.sandbox.fleet.traffic import Entry
 from acceltrial_testbed.sandbox.prometheus import PrometheusServer
 from tests.conftest import tool
+from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.sandbox.conftest import IMMEDIATE
 
 pytestmark = pytest.mark.slow
+PLANE = "real" if "real" in BACKENDS else "emulator"
+"""The real control plane when it is built (always in CI), else the emulator."""
 
 RPS = 600.0
 """Enough requests that a 5 s window holds about 1000 a pod: the fleet draws them at random, and
@@ -49,7 +52,7 @@ def deployment(name: str, labels: dict[str, str], limits: dict[str, str]) -> dic
             "replicas": 2 if "nvidia.com/gpu" in limits else 1,
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": labels, "annotations": IMMEDIATE},
                 "spec": {
                     "tolerations": [{"key": "aws.amazon.com/neuron", "operator": "Exists"}],
                     "containers": [
@@ -71,8 +74,8 @@ def measured(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[PrometheusClient, Fleet]]:
     honored = request.param == HONORED
-    with Sandbox(ready_delay=0.1) as sandbox, contextlib.ExitStack() as stack:
-        client = Client(sandbox.url)
+    with backend_of(PLANE, nodes_per_group=2) as sandbox, contextlib.ExitStack() as stack:
+        client = Client(sandbox.access)
         client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": "fleet"}})  # fmt: skip
         labels = {"app": "llama3"}
@@ -94,7 +97,7 @@ def measured(
             gpu_exporter=ExporterOptions(kubernetes_labels=True, honor_labels=honored),
             neuron_exporter=ExporterOptions(kubernetes_labels=honored, honor_labels=honored),
         )
-        fleet = Fleet(sandbox.url, spec).start()
+        fleet = Fleet(sandbox.access, spec).start()
         stack.callback(fleet.stop)
         _wait(lambda: fleet.snapshot().variants["candidate"].pods == 1)
         url = stack.enter_context(metrics_endpoint(fleet))
@@ -126,7 +129,7 @@ def query(
     """``metric`` of the preset for ``variant``, rendered as the operator renders it: for the
     variant's pods as the API server lists them and their nodes' instance ids (``averaged``
     over the window, as the cost model reads utilization)."""
-    api = Client(fleet.api_url)
+    api = Client(fleet.access)
     listed = (api.get("/api/v1/namespaces/fleet/pods") or {}).get("items", [])
     nodes = (api.get("/api/v1/nodes") or {}).get("items", [])
     mine = set(fleet.pods(variant))
@@ -228,7 +231,7 @@ def test_neuron_monitor_names_the_instance_of_the_candidates_node(
 
 
 def client_node_of(fleet: Fleet, pod: str) -> dict[str, Any]:
-    client = Client(fleet.api_url)
+    client = Client(fleet.access)
     manifest = client.get(f"/api/v1/namespaces/fleet/pods/{pod}") or {}
     node = client.get(f"/api/v1/nodes/{manifest['spec']['nodeName']}")
     assert node is not None

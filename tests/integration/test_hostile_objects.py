@@ -19,11 +19,13 @@ import pytest
 from hypothesis import given
 
 from acceltrial.api.validation import validate_trial
-from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests
+from tests.integration.operator_account import operator_kubeconfig
 from tests.integration.test_lifecycle_e2e import (
+    BACKENDS,
     CRDS,
     TRIALS,
+    backend_of,
     install_baseline,
     start_operator,
     trial,
@@ -52,13 +54,14 @@ OPEN_CRD = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def api() -> Iterator[Api]:
-    with Sandbox(ready_delay=0.2) as sandbox:
-        api = Api(sandbox.url)
+@pytest.fixture(scope="module", params=BACKENDS)
+def api(request: pytest.FixtureRequest) -> Iterator[Api]:
+    """The real control plane when it is built (always in CI), else the emulator."""
+    with backend_of(request.param, nodes_per_group=2) as cluster:
+        api = Api.to(cluster.access)
         assert api.post(CRDS, OPEN_CRD).status == 201
         eventually(lambda: api.get(TRIALS.format("default")).status == 200)
-        api.sandbox = sandbox  # type: ignore[attr-defined]
+        api.cluster = cluster  # type: ignore[attr-defined]
         yield api
 
 
@@ -66,7 +69,9 @@ def api() -> Iterator[Api]:
 def log(api: Api, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("operator")
     namespaces = (HOSTILE, "no-containers", "odd-route", "edited")
-    process = start_operator(api.sandbox.kubeconfig, folder, *namespaces)  # type: ignore[attr-defined]
+    cluster = api.cluster  # type: ignore[attr-defined]
+    identity = operator_kubeconfig(cluster, tmp_path_factory.mktemp("identity"))
+    process = start_operator(identity, folder, *namespaces)
     try:
         yield folder / "operator.log"
         assert process.poll() is None, "the operator is still running"
@@ -149,20 +154,26 @@ def test_a_baseline_without_containers_fails_with_a_reason(api: Api, log: Path) 
 
 
 def test_an_httproute_with_unknown_fields_is_read_and_kept(api: Api, log: Path) -> None:
+    """Fields of the installed Gateway API the operator does not model (a rule's timeouts, a
+    backendRef's filters) are read and kept as they are."""
     install_baseline(api, "odd-route", serving=False)
     route = "/apis/gateway.networking.k8s.io/v1/namespaces/odd-route/httproutes/llama3"
+    timeouts = {"request": "30s", "backendRequest": "20s"}
+    header = {"type": "RequestHeaderModifier",
+              "requestHeaderModifier": {"set": [{"name": "x-pool", "value": "gpu"}]}}  # fmt: skip
     odd = [
-        {"op": "add", "path": "/spec/rules/0/futureField", "value": {"x": [1, 2]}},
-        {"op": "add", "path": "/spec/rules/0/backendRefs/0/vendorExtension", "value": "on"},
-        {"op": "add", "path": "/spec/rules/-", "value": {"matches": "not-a-list"}},
+        {"op": "add", "path": "/spec/rules/0/timeouts", "value": timeouts},
+        {"op": "add", "path": "/spec/rules/0/backendRefs/0/filters", "value": [header]},
     ]
-    assert api.json_patch(route, odd).status == 200
+    patched = api.json_patch(route, odd)
+    assert patched.status == 200, patched.body
     api.post(TRIALS.format("odd-route"), trial("odd-route", "http://127.0.0.1:9"))
     eventually(lambda: status_of(api, "odd-route", "llama3-inf2").get("message"), 120)
     time.sleep(3)
     assert "Traceback" not in log.read_text(errors="replace")
     rules = api.get(route).body["spec"]["rules"]
-    assert rules[0]["futureField"] == {"x": [1, 2]}, "fields it does not know are kept"
+    assert rules[0]["timeouts"] == timeouts, "fields it does not model are kept"
+    assert rules[0]["backendRefs"][0]["filters"] == [header]
 
 
 def test_a_status_edited_by_a_person_does_not_crash_the_operator(api: Api, log: Path) -> None:

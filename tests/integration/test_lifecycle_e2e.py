@@ -117,13 +117,20 @@ def backend_of(name: str, nodes_per_group: int) -> Iterator[Backend]:
     default = load_topology()
     groups = [g.model_copy(update={"count": max(g.count, nodes_per_group)})
               for g in default.node_groups]  # fmt: skip
-    topology = Topology(nodeGroups=groups)
+    with control_plane(name, Topology(nodeGroups=groups)) as plane:
+        yield plane
+
+
+@contextlib.contextmanager
+def control_plane(name: str, topology: Topology, ready_delay: float = 0.2) -> Iterator[Backend]:
+    """``real`` (the CRD not installed: tests post the one they need) or the emulator (its
+    pods Ready ``ready_delay`` seconds after they are placed), of ``topology``."""
     if name == "real":
         require_real_control_plane()
         with RealControlPlane(topology=topology, acceleratortrial_crd=False) as plane:
             yield plane
         return
-    with Sandbox(ready_delay=0.2, topology=topology) as sandbox:
+    with Sandbox(ready_delay=ready_delay, topology=topology) as sandbox:
         yield sandbox
 
 

@@ -43,7 +43,9 @@ from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial_testbed.sandbox.fleet.gateway import route_requests
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile
 from acceltrial_testbed.sandbox.fleet.traffic import Entry, read_cluster, resolved_rules
-from tests.sandbox.conftest import Api, eventually
+from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
+from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.sandbox.conftest import IMMEDIATE, Api, Backend, eventually
 
 GATEWAY_API_VERSION = "v1.6.3"  # as scripts/control-plane.sh
 EXAMPLES = "examples/standard"
@@ -174,9 +176,15 @@ CASES = (
 )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(controllers=False) as running:
+@pytest.fixture(scope="module", params=BACKENDS)
+def sandbox(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The real control plane when it is built (always in CI), else the emulator (without its
+    controllers: the tests' pods are marked Ready by hand there)."""
+    if request.param == "emulator":
+        with Sandbox(controllers=False) as emulated:
+            yield emulated
+        return
+    with backend_of(request.param, nodes_per_group=2) as running:
         yield running
 
 
@@ -203,7 +211,7 @@ class World:
     def shares(self) -> list[float]:
         """Per rule the trial splits: the candidate's percentage of what the gateway sends to
         the baseline and the candidate, as the fleet's gateway serves the route now."""
-        view = read_cluster(self.fleet.api_url, self.entry)
+        view = read_cluster(self.fleet.access, self.entry)
         found: list[float] = []
         for rule in resolved_rules(view, self.entry):
             routed = route_requests([rule], 100.0, honors_weights=True)
@@ -221,15 +229,16 @@ class World:
 _counter = iter(range(1000))
 
 
-def build(sandbox: Sandbox, case: Case) -> World:
-    api = Api(sandbox.url)
+def build(sandbox: Backend, case: Case) -> World:
+    api = Api.to(sandbox.access)
     suffix = next(_counter)
     workloads, route_ns = f"{WORKLOADS}-{suffix}", f"{case.route_namespace}-{suffix}"
     case = _relocated(case, workloads, route_ns)
     for namespace in {workloads, route_ns}:
         api.post("/api/v1/namespaces", {"metadata": {"name": namespace}})
-    for service in sorted(case.services | {CANDIDATE}):
-        _serve(api, workloads, service)
+    pods = [_serve(api, workloads, service) for service in sorted(case.services | {CANDIDATE})]
+    if isinstance(sandbox, RealControlPlane):  # served once kwok, its kubelet, ran each pod
+        eventually(lambda: all(_ready(api.get(pod).body) for pod in pods))
     if case.grant is not None:
         posted = api.post(f"{GATEWAY}/v1beta1/namespaces/{workloads}/referencegrants", case.grant)
         assert posted.status == 201, posted.body
@@ -244,7 +253,7 @@ def build(sandbox: Sandbox, case: Case) -> World:
     profiles: dict[Any, ServingProfile] = {"baseline": HEALTHY, "candidate": HEALTHY}
     spec = FleetSpec(entry=entry, rps=100.0, prompt_tokens=100, generated_tokens=50,
                      profiles=profiles)  # fmt: skip
-    fleet = Fleet(sandbox.url, spec)
+    fleet = Fleet(sandbox.access, spec)
     return World(api, kube, case, router, fleet, entry)
 
 
@@ -261,7 +270,10 @@ def _relocated(case: Case, workloads: str, route_ns: str) -> Case:
     return Case(route, case.baseline, route_ns, grant_, case.chosen, case.split_rules)
 
 
-def _serve(api: Api, namespace: str, service: str) -> None:
+def _serve(api: Api, namespace: str, service: str) -> str:
+    """The Service and one pod behind it, marked Ready; the pod's path. On the real control
+    plane it is Ready once kwok ran it (its stages' 1-6 s delays taken away: it stands in for a
+    server, it does not test scheduling)."""
     labels = {
         "app": service,
         **({"acceltrial.dev/variant": "candidate"} if service == CANDIDATE else {}),
@@ -271,10 +283,18 @@ def _serve(api: Api, namespace: str, service: str) -> None:
                                                       "ports": [{"port": 8080}]}})  # fmt: skip
     pods = f"/api/v1/namespaces/{namespace}/pods"
     name = f"{service}-pod"
-    api.post(pods, {"metadata": {"name": name, "labels": labels},
+    api.post(pods, {"metadata": {"name": name, "labels": labels, "annotations": IMMEDIATE},
                     "spec": {"containers": [{"name": "server", "image": "vllm"}]}})  # fmt: skip
     ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     assert api.merge(f"{pods}/{name}/status", ready).status == 200
+    return f"{pods}/{name}"
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return ready and status.get("phase") == "Running"
 
 
 def spec_and_annotations(route: dict[str, Any]) -> str:
@@ -284,7 +304,7 @@ def spec_and_annotations(route: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("name", CASES)
 def test_each_route_is_split_as_the_trial_says_and_restored_byte_for_byte(
-    sandbox: Sandbox, name: str
+    sandbox: Backend, name: str
 ) -> None:
     world = build(sandbox, cases()[name])
     assert world.router.problems() == []
@@ -306,15 +326,18 @@ def test_each_route_is_split_as_the_trial_says_and_restored_byte_for_byte(
     assert spec_and_annotations(world.route()) == before
 
 
-def test_filters_of_the_baseline_ref_are_carried_to_the_candidate(sandbox: Sandbox) -> None:
+def test_filters_of_the_baseline_ref_are_carried_to_the_candidate(sandbox: Backend) -> None:
     world = build(sandbox, cases()["several-rules"])
     original = world.router.snapshot()
     world.router.set_weight(25, original)
     chat = world.route()["spec"]["rules"][0]["backendRefs"]
-    assert chat[1] == {**FILTERED, "name": CANDIDATE, "weight": 25}
+    expected = {**FILTERED, "name": CANDIDATE, "weight": 25}
+    # The real API server stores the CRD's defaults too (group "", kind Service).
+    assert {key: chat[1][key] for key in expected} == expected
+    assert (chat[1].get("group", ""), chat[1].get("kind", "Service")) == ("", "Service")
 
 
-def test_a_baseline_at_weight_zero_is_left_alone_and_reported(sandbox: Sandbox) -> None:
+def test_a_baseline_at_weight_zero_is_left_alone_and_reported(sandbox: Backend) -> None:
     world = build(sandbox, example("traffic-splitting/traffic-split-3.yaml", "foo-v1"))
     assert world.router.problems() == [
         f"HTTPRoute {world.router.namespace}/foo-route: the baseline Service foo-v1 has weight 0 "
@@ -323,7 +346,7 @@ def test_a_baseline_at_weight_zero_is_left_alone_and_reported(sandbox: Sandbox) 
 
 
 def test_a_cross_namespace_route_without_a_grant_stops_with_the_manifest_to_create(
-    sandbox: Sandbox,
+    sandbox: Backend,
 ) -> None:
     world = build(sandbox, Case(CROSS, "llama3-gpu", "gateways", grant(["llama3-gpu"])))
     before = spec_and_annotations(world.route())
@@ -340,7 +363,7 @@ def test_a_cross_namespace_route_without_a_grant_stops_with_the_manifest_to_crea
     assert spec_and_annotations(world.route()) == before, "preflight changed nothing"
 
 
-def test_a_full_rule_is_refused_in_preflight(sandbox: Sandbox) -> None:
+def test_a_full_rule_is_refused_in_preflight(sandbox: Backend) -> None:
     refs = [GPU, *({"name": f"shard-{i}", "port": 8000} for i in range(15))]
     world = build(sandbox, Case(shaped([{"backendRefs": refs}]), "llama3-gpu"))
     assert any("already holds 16 backendRefs" in p for p in world.router.problems())
@@ -385,7 +408,7 @@ def observe(world: World, status: TrialStatus) -> Observation:
     )
 
 
-def test_a_candidate_the_gateway_refuses_ends_the_trial_with_its_reason(sandbox: Sandbox) -> None:
+def test_a_candidate_the_gateway_refuses_ends_the_trial_with_its_reason(sandbox: Backend) -> None:
     world = build(sandbox, cases()["cross-namespace"])
     before = spec_and_annotations(world.route())
     original = world.router.snapshot()
@@ -415,7 +438,7 @@ def test_a_candidate_the_gateway_refuses_ends_the_trial_with_its_reason(sandbox:
 
 
 def test_another_writer_pauses_the_trial_naming_it_and_nothing_lands_outside_our_rules(
-    sandbox: Sandbox,
+    sandbox: Backend,
 ) -> None:
     world = build(sandbox, cases()["several-rules"])
     original = world.router.snapshot()
@@ -442,7 +465,8 @@ def test_another_writer_pauses_the_trial_naming_it_and_nothing_lands_outside_our
 
     observed = observe(world, status)
     assert observed.routing_conflict is not None
-    assert "field manager 'argocd-controller'" in observed.routing_conflict
+    # Named, alone or beside the route's creator when both wrote within one second.
+    assert "'argocd-controller'" in observed.routing_conflict
     result = decide(trial_spec(), status, observed)
     assert result.status.phase == "Paused"
     assert result.status.pause_reason == "RouteChanged"
@@ -460,13 +484,17 @@ def test_another_writer_pauses_the_trial_naming_it_and_nothing_lands_outside_our
     assert aborted.status.phase == "RollingBack"
     world.router.restore(original)
     restored = world.route()["spec"]["rules"]
-    assert restored[0] == inserted, "the rule someone else inserted is untouched"
-    assert restored[1]["backendRefs"] == [FILTERED, {"name": "llama3-legacy", "port": 8000}]
-    assert restored[2]["backendRefs"] == SEVERAL_RULES["spec"]["rules"][1]["backendRefs"]
+    # As GitOps left them (with the defaults a real API server stores, e.g. kind: Service).
+    synced = after_gitops["spec"]["rules"]
+    assert restored[0]["name"] == inserted["name"]
+    assert restored[0] == synced[0], "the rule someone else inserted is untouched"
+    assert [r["name"] for r in restored[1]["backendRefs"]] == ["llama3-gpu", "llama3-legacy"]
+    assert restored[1]["backendRefs"] == synced[1]["backendRefs"]
+    assert restored[2]["backendRefs"] == synced[2]["backendRefs"]
     assert TRIAL_ANNOTATION not in (world.route()["metadata"].get("annotations") or {})
 
 
-def test_a_route_the_gateway_already_refuses_stops_preflight(sandbox: Sandbox) -> None:
+def test_a_route_the_gateway_already_refuses_stops_preflight(sandbox: Backend) -> None:
     missing = {"name": "llama3-gone", "port": 8000}
     rules = [{"name": "main", "backendRefs": [GPU]}, {"name": "old", "backendRefs": [missing]}]
     world = build(sandbox, Case(shaped(rules), "llama3-gpu"))
@@ -480,7 +508,7 @@ def test_a_route_the_gateway_already_refuses_stops_preflight(sandbox: Sandbox) -
 
 
 def test_a_trial_recorded_by_an_older_version_still_moves_and_restores_its_rule(
-    sandbox: Sandbox,
+    sandbox: Backend,
 ) -> None:
     world = build(sandbox, cases()["traffic-split-2"])
     before = spec_and_annotations(world.route())
@@ -499,7 +527,7 @@ def test_a_trial_recorded_by_an_older_version_still_moves_and_restores_its_rule(
 
 
 def test_a_shadow_step_beside_the_users_own_mirror_serves_no_user_and_restores_exactly(
-    sandbox: Sandbox,
+    sandbox: Backend,
 ) -> None:
     """The Gateway API's request-mirroring example (foo-v1 answers, foo-v2 gets copies): the
     trial's mirror is added beside the route's own, the candidate gets copies and no user, the
@@ -517,7 +545,7 @@ def test_a_shadow_step_beside_the_users_own_mirror_serves_no_user_and_restores_e
     assert rule["filters"][:1] == theirs, "the route's own mirror stays first, unchanged"
     assert rule["filters"][1]["requestMirror"]["backendRef"]["name"] == CANDIDATE
     assert rule["backendRefs"] == json.loads(before)[0]["rules"][0]["backendRefs"]
-    view = read_cluster(world.fleet.api_url, world.entry)
+    view = read_cluster(world.fleet.access, world.entry)
     routed = route_requests(resolved_rules(view, world.entry), 100.0, honors_weights=True)
     assert not any(pod.startswith(CANDIDATE) for pod in routed.offered), "no user's request"
     assert routed.mirrored == {f"{CANDIDATE}-pod": 100.0, "foo-v2-pod": 100.0}

@@ -131,6 +131,13 @@ class Api:
 
 
 Backend = Sandbox | RealControlPlane
+IMMEDIATE = {
+    f"{stage}.stage.kwok.x-k8s.io/{delay}": "0s"
+    for stage in ("pod-create", "pod-ready")
+    for delay in ("delay", "jitter-delay")
+}
+"""Pod annotations that take kwok's pod stages (1 to 6 s each on the real control plane) at
+once, for pods that stand in for servers in tests of something else than their start."""
 
 
 def _decode(body: bytes) -> Any:

@@ -17,7 +17,7 @@ from acceltrial.engine.routes import (
     gateway_refusal,
     grant_allows,
     grant_manifest,
-    last_writer,
+    last_writers,
     locate,
     restored_refs,
     rule_percent,
@@ -164,4 +164,16 @@ def test_the_last_writer_is_the_latest_other_field_manager() -> None:
             "subresource": "status",
         },
     ]
-    assert last_writer(entries, "acceltrial") == "argocd-controller"
+    assert last_writers(entries, "acceltrial") == ("argocd-controller",)
+    assert last_writers(entries[1:2], "acceltrial") == ()
+
+
+def test_writers_in_the_same_second_are_all_named() -> None:
+    # The API server stamps managedFields to the second: a route created and then changed by
+    # GitOps within one second has two candidates, and neither is dropped.
+    entries = [
+        {"manager": "kubectl-create", "operation": "Update", "time": "2026-12-04T10:00:00Z"},
+        {"manager": "argocd-controller", "operation": "Update", "time": "2026-12-04T10:00:00Z"},
+        {"manager": "acceltrial", "operation": "Update", "time": "2026-12-04T09:59:59Z"},
+    ]
+    assert last_writers(entries, "acceltrial") == ("argocd-controller", "kubectl-create")

@@ -340,17 +340,19 @@ def _same_backend(
     return next((r for r in refs if identity(r) == identity(ref)), None)
 
 
-def last_writer(managed_fields: Sequence[Mapping[str, Any]], ours: str) -> str | None:
-    """The field manager of the latest write to the route's spec by anyone but us."""
+def last_writers(managed_fields: Sequence[Mapping[str, Any]], ours: str) -> tuple[str, ...]:
+    """The field managers of the latest write to the route's spec by anyone but us: one, or
+    several when their writes fall in the same second (the API server stamps managedFields to
+    the second), sorted; none when nobody else wrote."""
     others = [
         entry
         for entry in managed_fields
         if entry.get("manager") and entry.get("manager") != ours and not entry.get("subresource")
     ]
     if not others:
-        return None
-    latest = max(others, key=lambda entry: str(entry.get("time") or ""))
-    return str(latest["manager"])
+        return ()
+    latest = max(str(entry.get("time") or "") for entry in others)
+    return tuple(sorted({str(e["manager"]) for e in others if str(e.get("time") or "") == latest}))
 
 
 def gateway_refusal(route: Mapping[str, Any]) -> str | None:

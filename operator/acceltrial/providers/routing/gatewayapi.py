@@ -34,7 +34,7 @@ from acceltrial.engine.routes import (
     grant_allows,
     grant_manifest,
     idle_baseline_problem,
-    last_writer,
+    last_writers,
     locate,
     mirror_percent,
     mirrored_filters,
@@ -192,8 +192,12 @@ class GatewayApiRouter:
         ]
         if _latest_is_ours(entries) or (not entries and self._own_state(live, found, indices)):
             return None
-        writer = last_writer(entries, FIELD_MANAGER)
-        named = f"field manager {writer!r}" if writer else "a writer the API server does not name"
+        writers = last_writers(entries, FIELD_MANAGER)
+        named = "a writer the API server does not name"
+        if writers:
+            named = "field manager " + " or ".join(repr(w) for w in writers)
+        if len(writers) > 1:
+            named += " (they wrote in the same second)"
         what = self._what(live, expected)
         return f"{self._where} was changed by {named} since the trial's last write: {what}"
 

@@ -39,7 +39,14 @@ from tests.integration.test_lifecycle_e2e import (
     trial,
     wait_for,
 )
-from tests.sandbox.conftest import Api, Backend, eventually, require_real_control_plane, why
+from tests.sandbox.conftest import (
+    IMMEDIATE,
+    Api,
+    Backend,
+    eventually,
+    require_real_control_plane,
+    why,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +61,10 @@ INF2_POOL = [
 ]
 TOPOLOGY = Topology.model_validate({
     "cluster": "inference",
+    # New nodes in 1 s, empty ones removed after 2 s: on both planes (the emulator is given the
+    # same below).
+    "provisionDelaySeconds": 1.0,
+    "consolidationDelaySeconds": 2.0,
     "nodeGroups": [
         {"name": "system", "instanceType": "m5.xlarge", "count": 1,
          "allocatable": {"cpu": "3920m", "memory": "14Gi", "pods": "58"}},
@@ -149,7 +160,11 @@ def start(api: Api, namespace: str, prometheus: str, capacity: dict[str, Any],
     install_baseline(api, namespace)
     body = trial(namespace, prometheus)
     body["spec"]["capacity"] = capacity
-    body["spec"]["candidate"]["podTemplatePatch"] = {"spec": {"nodeSelector": pinned_to}}
+    # kwok's pod stages at once: what is tested is where the nodes come from, not pod starts.
+    body["spec"]["candidate"]["podTemplatePatch"] = {
+        "metadata": {"annotations": IMMEDIATE},
+        "spec": {"nodeSelector": pinned_to},
+    }
     assert api.post(TRIALS.format(namespace), body).status == 201
     return f"{TRIALS.format(namespace)}/llama3-inf2"
 

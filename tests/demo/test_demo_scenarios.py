@@ -358,8 +358,12 @@ def check_training_result(name: str, result: dict[str, Any]) -> None:
         tokens_per_second = scenario["trainers"][variant]["tokensPerSecond"]
         price = catalog.hourly_price(instance, "us-east-1").usd_per_hour
         hours = (2.0e9 / tokens_per_second + report[variant]["startupSeconds"]) / 3600
-        assert report[variant]["hoursPerRun"] == pytest.approx(hours, rel=0.01), variant
-        assert report[variant]["costPerRun"] == pytest.approx(hours * price, rel=0.01), variant
+        # Within 1% when the log's throughput decides; Prometheus' rate() of the exported
+        # counter over a few 1 s scrapes is within 5% on a busy machine (it read 2.7% high once).
+        exported = status["runs"][variant].get("throughputSource") == "prometheus"
+        within = 0.05 if exported else 0.01
+        assert report[variant]["hoursPerRun"] == pytest.approx(hours, rel=within), variant
+        assert report[variant]["costPerRun"] == pytest.approx(hours * price, rel=within), variant
         # Every training scenario's trial reads Prometheus: the exporters' utilization, and
         # the script's exported throughput where its log has none.
         trainer = scenario["trainers"][variant]

@@ -212,10 +212,10 @@ def run_kind(world: World, kind: FaultKind, seed: int, deadline: float) -> Row:
     """Run the three trials of ``kind`` under its own operator and proxies."""
     with contextlib.ExitStack() as stack:
         schedule = Schedule(kinds=kind.faults, rate=kind.rate, seed=seed)
-        api_url, prometheus_url, proxies = world.sandbox.url, world.prometheus_url, []
+        prometheus_url, proxies = world.prometheus_url, []
         if kind.target == "api":
             proxy = stack.enter_context(FaultProxy(world.sandbox.access, schedule, DELAY_SECONDS))
-            api_url, proxies = proxy.url, [proxy]
+            proxies = [proxy]
         elif kind.target == "prometheus":
             proxy = stack.enter_context(FaultProxy(prometheus_url, schedule, DELAY_SECONDS))
             prometheus_url, proxies = proxy.url, [proxy]
@@ -226,7 +226,8 @@ def run_kind(world: World, kind: FaultKind, seed: int, deadline: float) -> Row:
             stack.callback(restarts.stop)
         runs = [TrialRun(kind.name, role) for role in ROLES]
         watches = [start_trial(world, kind, run, prometheus_url) for run in runs]
-        operator = Supervised(lambda: start_operator(world, kind, api_url, proxies))
+        api_proxy = proxies[0] if kind.target == "api" else None
+        operator = Supervised(lambda: start_operator(world, kind, api_proxy))
         try:
             follow(world, kind, runs, deadline, operator)
         finally:
@@ -285,7 +286,7 @@ def start_trial(world: World, kind: FaultKind, run: TrialRun, prometheus_url: st
 
 
 def start_operator(
-    world: World, kind: FaultKind, api_url: str, proxies: list[FaultProxy]
+    world: World, kind: FaultKind, api_proxy: FaultProxy | None
 ) -> subprocess.Popen[bytes]:
     """The operator, through the API proxy when the kind injects API faults (plain HTTP: the
     proxy reaches the real control plane with its admin certificate), else as the cluster's
@@ -293,8 +294,8 @@ def start_operator(
     folder = world.folder / kind.name
     folder.mkdir(parents=True, exist_ok=True)
     kubeconfig = world.sandbox.kubeconfig
-    if kind.target == "api":
-        kubeconfig = write_kubeconfig(folder / "kubeconfig", proxies[0].url)
+    if api_proxy is not None:
+        kubeconfig = write_kubeconfig(folder / "kubeconfig", api_proxy.url)
     env = os.environ | {
         "KUBECONFIG": str(kubeconfig),
         "ACCELTRIAL_METRICS_PORT": "0",

@@ -106,7 +106,10 @@ class PodLogs:
         if playing is None:
             if (pod.get("status") or {}).get("phase") != "Running" or meta.get("deletionTimestamp"):
                 return
-            playing = _Playing(_script_of(pod), datetime.now(UTC), TrainerPod.of(pod))
+            behaviour = Behaviour.model_validate_json(str(meta["annotations"][TRAINER]))
+            trainer = TrainerPod.of(pod, behaviour)
+            played = _script_of(pod, behaviour, trainer.role)
+            playing = _Playing(played, datetime.now(UTC), trainer)
             try:
                 self._serve(pod, "")
             except ApiError as error:
@@ -173,13 +176,12 @@ class TrainerPod:
     utilization: float
 
     @classmethod
-    def of(cls, pod: dict[str, Any]) -> TrainerPod:
+    def of(cls, pod: dict[str, Any], behaviour: Behaviour) -> TrainerPod:
         meta, spec = pod["metadata"], pod["spec"]
         annotations = meta.get("annotations") or {}
         limits: dict[str, Any] = {}
         for container in spec["containers"]:
             limits |= (container.get("resources") or {}).get("limits") or {}
-        behaviour = Behaviour.model_validate_json(str(annotations[TRAINER]))
         return cls(
             namespace=meta["namespace"],
             name=meta["name"],
@@ -204,11 +206,8 @@ class _Playing:
     ended: bool = False
 
 
-def _script_of(pod: dict[str, Any]) -> Script:
+def _script_of(pod: dict[str, Any], behaviour: Behaviour, role: str) -> Script:
     """The trainer's script for the pod: its behaviour, its role, its steps."""
-    meta = pod["metadata"]
-    behaviour = Behaviour.model_validate_json(str(meta["annotations"][TRAINER]))
-    role = (meta.get("labels") or {}).get(VARIANT_LABEL, "baseline")
     env = [e for c in pod["spec"]["containers"] for e in c.get("env") or []]
     steps = next((int(e["value"]) for e in env if e.get("name") == STEPS_ENV), 100)
     return script(behaviour, role, steps)

@@ -23,9 +23,10 @@ define control_plane_if_go
 @if command -v go >/dev/null || [ -n "$$CI" ]; then scripts/control-plane.sh; else \
 	echo "no go command: tests of the real control plane will be skipped" >&2; fi
 endef
-# test-cluster runs its test files on this many pytest-xdist workers, a file to one worker: its
-# tests mostly wait (steps, scrapes, kwok's pod stages), so two files overlap their waits.
-CLUSTER_WORKERS ?= 2
+# test-cluster runs its test files on this many pytest-xdist workers, a file to one worker, the
+# slowest files first (tests/slowest-files.txt): its tests wait much of the time (steps, scrapes,
+# kwok's pod stages), and a third worker fills the two cores where two left a quarter idle.
+CLUSTER_WORKERS ?= 3
 SCENARIO ?= promote
 SPEED ?= 1
 
@@ -122,7 +123,7 @@ test-fast: setup ## The inner loop (under 3 min): unit, engine, chart, security,
 
 test-cluster: setup ## The tests of a cluster, Prometheus or a demo; builds the control plane first when go is here.
 	$(control_plane_if_go)
-	$(BIN)/pytest -n $(CLUSTER_WORKERS) --dist loadfile $(CLUSTER_TESTS) $(PYTEST_ARGS) \
+	$(BIN)/pytest -n $(CLUSTER_WORKERS) --dist loadfile --no-loadscope-reorder $(CLUSTER_TESTS) $(PYTEST_ARGS) \
 		$(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/junit-cluster.xml)
 
 test: ## Everything CI checks: lint, types, contracts, drift, chart, then test-fast while the control plane builds, then test-cluster.

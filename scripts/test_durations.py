@@ -3,6 +3,10 @@ the JUnit files pytest writes (``--junitxml``) and, when the run set ACCELTRIAL_
 machine's busy CPU time during each test (tests/conftest.py).
 
     python scripts/test_durations.py artifacts/junit-*.xml [--timings FILE] [--slowest 30]
+        [--write-slowest tests/slowest-files.txt]
+
+``--write-slowest`` rewrites the list of the slowest test files that the suite starts first
+(tests/conftest.py), from the run's seconds per file.
 
 Busy CPU counts every process on the machine (the control plane, Prometheus, the operator, the
 demos' CPU hog), so "busy" is the share of the machine's cores in use during the tests and the
@@ -43,13 +47,35 @@ def busy_by_test(timings: Path | None) -> dict[str, tuple[float, float, int]]:
     }
 
 
+SLOWEST_FILES_KEPT = 25
+HEADER = """\
+# The test files that take longest, slowest first: tests/conftest.py runs them first, so make
+# test-cluster's workers start on them and the short files fill the gaps at the end.
+# Rewritten from a run's timings by:
+#   python scripts/test_durations.py artifacts/junit-*.xml --timings artifacts/timings.jsonl \\
+#     --write-slowest tests/slowest-files.txt
+"""
+
+
+def write_slowest(seconds: dict[str, float], path: Path) -> None:
+    """The ``SLOWEST_FILES_KEPT`` files with the most seconds, slowest first."""
+    per_file: dict[str, float] = defaultdict(float)
+    for test_id, took in seconds.items():
+        per_file[test_id.split("::", 1)[0] + ".py"] += took
+    slowest = sorted(per_file, key=lambda name: -per_file[name])[:SLOWEST_FILES_KEPT]
+    path.write_text(HEADER + "".join(f"{name}\n" for name in slowest))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("junit", nargs="+", type=Path)
     parser.add_argument("--timings", type=Path)
     parser.add_argument("--slowest", type=int, default=30)
+    parser.add_argument("--write-slowest", type=Path, help="rewrite tests/slowest-files.txt")
     args = parser.parse_args()
     seconds = junit_seconds(args.junit)
+    if args.write_slowest is not None:
+        write_slowest(seconds, args.write_slowest)
     busy = busy_by_test(args.timings)
     per_dir: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for test_id, took in seconds.items():

@@ -16,6 +16,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 TOOLS_BIN = REPO / ".tools" / "bin"
+SLOWEST_FILES = REPO / "tests" / "slowest-files.txt"
+"""The test files that take longest, slowest first (``scripts/test_durations.py --write-slowest``
+writes it from a run's timings)."""
 TIMINGS = os.environ.get("ACCELTRIAL_TEST_TIMINGS")
 """A file to append each test's wall time and the machine's busy CPU time meanwhile to, one JSON
 object a line (scripts/test_durations.py reads it; docs/testing.md)."""
@@ -66,6 +69,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         counts = ", ".join(f"{where}: {count}" for where, count in sorted(tried.items()))
         total = sum(tried.values())
         terminalreporter.write_line(f"hostile input: {total} manifests tried ({counts})")
+
+
+def slowest_files() -> list[str]:
+    """The files of ``SLOWEST_FILES``, slowest first."""
+    lines = SLOWEST_FILES.read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest files first, then the rest as collected. ``make test-cluster`` hands whole
+    files to its workers in this order (``--no-loadscope-reorder``; pytest-xdist's own order is
+    by the number of tests, which put the one-test fault suite last and left two cores idle
+    while it ran): the longest start first and the short ones fill the gaps at the end."""
+    rank = {name: place for place, name in enumerate(slowest_files())}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 def busy_cpu_seconds() -> float:

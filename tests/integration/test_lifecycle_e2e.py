@@ -162,7 +162,7 @@ def start_operator(kubeconfig: Path, folder: Path, *namespaces: str) -> subproce
         **{
             "KUBECONFIG": str(kubeconfig),
             "ACCELTRIAL_METRICS_PORT": "0",
-            "ACCELTRIAL_TICK_SECONDS": "0.5",
+            "ACCELTRIAL_TICK_SECONDS": "1",
             "HOME": str(folder),
         }
     )

@@ -60,7 +60,7 @@ class Replicas:
             **{
                 "KUBECONFIG": str(self.cluster.kubeconfig),
                 "ACCELTRIAL_METRICS_PORT": "0",
-                "ACCELTRIAL_TICK_SECONDS": "0.5",
+                "ACCELTRIAL_TICK_SECONDS": "1",
                 "ACCELTRIAL_PEERING_LIFETIME_SECONDS": str(LIFETIME_SECONDS),
                 "HOME": str(self.folder),
             }

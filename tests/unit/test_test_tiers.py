@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import REPO
+from tests.conftest import REPO, slowest_files
 
 
 def tier(name: str) -> list[str]:
@@ -33,3 +33,21 @@ def test_make_test_runs_both_tiers_after_the_static_checks() -> None:
     assert first is not None, "scripts/test.sh runs the checks and test-fast in one make -j2"
     assert set(first.group(1).split()) == {"test-fast", *checks}
     assert first.start() < script.index('"${make[@]}" test-cluster')
+
+
+def test_the_slowest_files_listed_are_cluster_tests_that_exist() -> None:
+    """tests/slowest-files.txt names files ``make test-cluster`` runs (a renamed or moved file
+    would silently lose its place at the front), each once."""
+    cluster = tier("CLUSTER_TESTS")
+    listed = slowest_files()
+    assert listed, "tests/slowest-files.txt lists no file"
+    assert len(listed) == len(set(listed))
+    for name in listed:
+        assert (REPO / name).is_file(), f"{name} is listed in tests/slowest-files.txt but gone"
+        assert any(name.startswith(f"{directory}/") for directory in cluster), name
+
+
+def test_the_cluster_tier_keeps_the_slowest_first_order() -> None:
+    """pytest-xdist reorders files by their number of tests unless told not to."""
+    makefile = (REPO / "Makefile").read_text()
+    assert "--dist loadfile --no-loadscope-reorder" in makefile

@@ -71,7 +71,10 @@ from acceltrial_testbed.sandbox.prometheus import (
 from acceltrial_testbed.sandbox.realplane.plane import free_port
 from acceltrial_testbed.sandbox.topology import Topology, load_topology
 
-TICK_SECONDS = 0.5
+TICK_SECONDS = 1.0
+"""The operator's tick in a demo (10 s in production), half the shortest interval a demo
+allows; at 0.5 s the promote demo's operator used 4.9 CPU-seconds instead of 3.9 for the same
+decision."""
 POLL_SECONDS = 0.25
 MIN_INTERVAL_SECONDS = 2.0
 """Shortest analysis.interval with data: rate() needs two 1 s scrapes in the window."""

@@ -141,7 +141,6 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         self.requests = 0
         self._access = as_access(upstream)
-        self._upstream = urllib.parse.urlsplit(self._access.url)
         self._answers: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -155,7 +154,6 @@ class FaultProxy:
     def retarget(self, upstream: Access | str) -> None:
         """Send later requests to another upstream (a restarted Prometheus)."""
         self._access = as_access(upstream)
-        self._upstream = urllib.parse.urlsplit(self._access.url)
 
     def __enter__(self) -> FaultProxy:
         self._thread.start()
@@ -179,12 +177,7 @@ class FaultProxy:
         return fault
 
     def upstream(self) -> http.client.HTTPConnection:
-        host = self._upstream.hostname or "127.0.0.1"
-        if self._access.secure:
-            return http.client.HTTPSConnection(
-                host, self._upstream.port, timeout=60, context=self._access.ssl_context
-            )
-        return http.client.HTTPConnection(host, self._upstream.port, timeout=60)
+        return self._access.connect(timeout=60)
 
     def remember(self, promql: str, answer: bytes) -> bytes:
         """Keep ``answer`` as the latest for ``promql``; return the previous one (or this)."""

@@ -35,7 +35,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -299,7 +298,7 @@ def start_operator(
     env = os.environ | {
         "KUBECONFIG": str(kubeconfig),
         "ACCELTRIAL_METRICS_PORT": "0",
-        "ACCELTRIAL_TICK_SECONDS": "0.5",
+        "ACCELTRIAL_TICK_SECONDS": "1",
         "ACCELTRIAL_API_TIMEOUT_SECONDS": f"{API_TIMEOUT_SECONDS:g}",
         "HOME": str(folder),
     }
@@ -382,14 +381,7 @@ class RouteWatch:
     """Every candidate weight the HTTPRoute takes, from a watch on the sandbox itself."""
 
     def __init__(self, access: Access, ns: str) -> None:
-        address = urllib.parse.urlsplit(access.url)
-        host = address.hostname or "127.0.0.1"
-        self._connection: http.client.HTTPConnection = (
-            http.client.HTTPSConnection(host, address.port, timeout=610,
-                                        context=access.ssl_context)
-            if access.secure
-            else http.client.HTTPConnection(host, address.port, timeout=610)
-        )  # fmt: skip
+        self._connection = access.connect(timeout=610)
         self._path = f"{ROUTES.format(ns)}?watch=true&timeoutSeconds=600"
         self.weights: list[int] = []
         self._thread = threading.Thread(target=self._follow, daemon=True)

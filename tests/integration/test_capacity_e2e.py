@@ -22,8 +22,6 @@ from typing import Any
 import pytest
 import yaml
 
-from acceltrial_testbed.sandbox.cluster import Sandbox
-from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from acceltrial_testbed.sandbox.topology import Topology
 from tests.conftest import REPO
 from tests.integration.operator_account import operator_kubeconfig
@@ -35,6 +33,7 @@ from tests.integration.test_lifecycle_e2e import (
     TRIALS,
     backend_refs,
     candidate_exists,
+    control_plane,
     install_baseline,
     trial,
     wait_for,
@@ -44,7 +43,6 @@ from tests.sandbox.conftest import (
     Api,
     Backend,
     eventually,
-    require_real_control_plane,
     why,
 )
 
@@ -61,8 +59,7 @@ INF2_POOL = [
 ]
 TOPOLOGY = Topology.model_validate({
     "cluster": "inference",
-    # New nodes in 1 s, empty ones removed after 2 s: on both planes (the emulator is given the
-    # same below).
+    # New nodes in 1 s, empty ones removed after 2 s, on either plane.
     "provisionDelaySeconds": 1.0,
     "consolidationDelaySeconds": 2.0,
     "nodeGroups": [
@@ -98,15 +95,8 @@ PROFILES = {
 def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The real control plane when it is built (always in CI; its provisioner plays Karpenter
     and the managed node groups), else the emulator."""
-    if request.param == "real":
-        require_real_control_plane()
-        with RealControlPlane(topology=TOPOLOGY, acceleratortrial_crd=False) as plane:
-            yield plane
-        return
-    with Sandbox(
-        ready_delay=0.2, topology=TOPOLOGY, provision_delay=1.0, consolidation_delay=2.0
-    ) as sandbox:
-        yield sandbox
+    with control_plane(request.param, TOPOLOGY) as plane:
+        yield plane
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +129,7 @@ def operator(
         | {
             "KUBECONFIG": str(identity),
             "ACCELTRIAL_METRICS_PORT": "0",
-            "ACCELTRIAL_TICK_SECONDS": "0.5",
+            "ACCELTRIAL_TICK_SECONDS": "1",
             "HOME": str(folder),
         }
     )

@@ -43,6 +43,7 @@ from acceltrial_testbed.sandbox.fleet.exporter import Fleet, FleetSpec
 from acceltrial_testbed.sandbox.fleet.gateway import route_requests
 from acceltrial_testbed.sandbox.fleet.model import ServingProfile
 from acceltrial_testbed.sandbox.fleet.traffic import Entry, read_cluster, resolved_rules
+from acceltrial_testbed.sandbox.objects import pod_ready
 from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
 from tests.sandbox.conftest import IMMEDIATE, Api, Backend, eventually
@@ -291,10 +292,8 @@ def _serve(api: Api, namespace: str, service: str) -> str:
 
 
 def _ready(pod: dict[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    conditions = status.get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    return ready and status.get("phase") == "Running"
+    """Ready, and Running: kwok has run it (the Ready the test sets by hand comes first)."""
+    return pod_ready(pod) and (pod.get("status") or {}).get("phase") == "Running"
 
 
 def spec_and_annotations(route: dict[str, Any]) -> str:

@@ -171,6 +171,11 @@ class SweptRequests(ApiModel):
     source: Literal["spec", "baseline"]
     """``spec``: ``spec.capacityTest.requests``; ``baseline``: the baseline's own means, read
     from its token histograms."""
+    baseline_requests: int | None = Field(default=None, ge=0)
+    """How many of the baseline's requests those means rest on (``source: baseline``): the
+    fewer, the further a mean may be from production's (its standard error is about half the
+    mean over the square root of this count, since token counts vary by about half their
+    mean)."""
 
 
 class CapacityTestStatus(ApiModel):

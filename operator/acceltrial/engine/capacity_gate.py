@@ -280,7 +280,7 @@ def _status(
         verdict=verdict, reason=why[:4096], measured_at=now, candidate=candidate,
         requests=None if shape is None else SweptRequests(
             prompt_tokens=shape.prompt_tokens, generated_tokens=shape.generated_tokens,
-            source=shape.source),
+            source=shape.source, baseline_requests=shape.baseline_requests),
         baseline=None if side is None else side.swept,
         baseline_from=None if side is None else side.source,
         baseline_note=None if side is None or side.note is None else side.note[:1024],

@@ -206,6 +206,8 @@ class SweepShape:
     prompt_tokens: int
     generated_tokens: int
     source: Literal["spec", "baseline"]
+    baseline_requests: int | None = None
+    """How many of the baseline's requests the means rest on (``baseline`` only)."""
 
 
 @dataclass(frozen=True)

@@ -108,11 +108,10 @@ def trial_sweeps(snapshot: TickSnapshot, pods: int, unselected: frozenset[str]) 
     pods = max(1, pods)
 
     def both(stop: threading.Event) -> SweepOutcome:
-        shape = request_shape(snapshot, datetime.now(UTC))
-        if isinstance(shape, str):
-            return SweepOutcome(problem=shape, pods=pods)
-        said = SweepShape(shape.prompt_tokens, shape.generated_tokens,
-                          "spec" if settings.requests else "baseline")  # fmt: skip
+        read = request_shape(snapshot, datetime.now(UTC))
+        if isinstance(read, str):
+            return SweepOutcome(problem=read, pods=pods)
+        shape, said = read
         if settings.baseline == "production":
             return replace(candidate_sweep(snapshot, pods, shape)(stop), requests=said)
         with ThreadPoolExecutor(1, thread_name_prefix="baseline-sweep") as side:
@@ -127,23 +126,25 @@ def trial_sweeps(snapshot: TickSnapshot, pods: int, unselected: frozenset[str]) 
     return both
 
 
-def request_shape(snapshot: TickSnapshot, now: datetime) -> LoadShape | str:
-    """The sweep's requests: as ``spec.capacityTest.requests`` gives them, or the baseline's
-    own means; why not, when those cannot be read."""
+def request_shape(snapshot: TickSnapshot, now: datetime) -> tuple[LoadShape, SweepShape] | str:
+    """The sweep's requests, as ``spec.capacityTest.requests`` gives them or the baseline's
+    own means, and what the status says of them; why not, when those cannot be read."""
     settings = snapshot.spec.capacity_test
     assert settings is not None  # only swept when the spec asks for it
     # Streamed only when the SLO limits the first token or the gaps between tokens.
     streamed = settings.slo.ttft_p99 is not None or settings.slo.itl_p99 is not None
     if settings.requests is not None:
         given = settings.requests
-        return LoadShape(given.prompt_tokens, given.generated_tokens, streamed)
+        said = SweepShape(given.prompt_tokens, given.generated_tokens, "spec")
+        return LoadShape(given.prompt_tokens, given.generated_tokens, streamed), said
     read = baseline_request_shape(snapshot, now)
     if isinstance(read, str):
         return (
             f"spec.capacityTest.requests is not given and {read}; give requests.promptTokens "
             "and requests.generatedTokens"
         )
-    return LoadShape(*read, stream=streamed)
+    said = SweepShape(read.prompt_tokens, read.generated_tokens, "baseline", read.requests)
+    return LoadShape(read.prompt_tokens, read.generated_tokens, stream=streamed), said
 
 
 def candidate_sweep(snapshot: TickSnapshot, pods: int, shape: LoadShape) -> Sweep:

@@ -27,6 +27,7 @@ from acceltrial.engine.metric_check import answers, plan_check, unjudgeable
 from acceltrial.engine.metrics import (
     COST_METRICS,
     REQUEST_SHAPE_METRICS,
+    REQUESTS_METRIC,
     UTILIZATION_METRIC,
     MetricRequest,
     PresetMetric,
@@ -123,7 +124,17 @@ def operating_window(snapshot: TickSnapshot, now: datetime) -> MeasurementWindow
     return MeasurementWindow(now - timedelta(seconds=seconds), now, seconds / 4)
 
 
-def baseline_request_shape(snapshot: TickSnapshot, now: datetime) -> tuple[int, int] | str:
+@dataclass(frozen=True)
+class BaselineShape:
+    """The baseline's mean prompt and generated tokens per request, and how many requests
+    they rest on (None when the preset cannot count them)."""
+
+    prompt_tokens: int
+    generated_tokens: int
+    requests: int | None
+
+
+def baseline_request_shape(snapshot: TickSnapshot, now: datetime) -> BaselineShape | str:
     """The baseline's mean prompt and generated tokens per request over its operating window,
     from its server's token histograms; why not, when they cannot be read."""
     analysis = snapshot.spec.analysis
@@ -140,7 +151,12 @@ def baseline_request_shape(snapshot: TickSnapshot, now: datetime) -> tuple[int, 
             "the baseline's mean tokens per request could not be read from its token "
             "histograms (no request finished, or the query failed)"
         )
-    return round(prompt), round(generated)
+    counted = None
+    if offers(analysis.preset, REQUESTS_METRIC):
+        request = MetricRequest("baseline-requests", "baseline", PresetMetric(REQUESTS_METRIC))
+        counted = _one_value(snapshot, request, window)
+    requests = None if counted is None or counted < 0 else round(counted)
+    return BaselineShape(round(prompt), round(generated), requests)
 
 
 def cost_at_capacity(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -59,8 +60,46 @@ def test_each_training_scenario_loads_and_its_pods_get_the_trainers(path: Path) 
     played = with_trainers(trial, scenario.trainers)["spec"]
     baseline = played["baseline"]["template"]["metadata"]["annotations"]
     candidate = played["candidate"]["podTemplatePatch"]["metadata"]["annotations"]
-    assert '"tokensPerSecond":40000.0' in baseline["sandbox.acceltrial.dev/trainer"]
-    assert '"tokensPerSecond":58750.0' in candidate["sandbox.acceltrial.dev/trainer"]
+    baseline_trainer = json.loads(baseline["sandbox.acceltrial.dev/trainer"])
+    candidate_trainer = json.loads(candidate["sandbox.acceltrial.dev/trainer"])
+    assert baseline_trainer["tokensPerSecond"] == 40000
+    assert candidate_trainer["tokensPerSecond"] == 58750
+    # A step carries the same tokens on both jobs: the faster steps every 0.25 s.
+    assert candidate_trainer["stepSeconds"] == pytest.approx(0.25)
+    assert baseline_trainer["stepSeconds"] == pytest.approx(0.25 * 58750 / 40000)
+
+
+def test_a_step_carries_the_same_tokens_on_both_jobs_of_any_size() -> None:
+    """As on a real cluster, where both train the same global batch: seconds per step follow
+    the job's tokens per second (per node x nodes), so a full run given in steps is timed as
+    one given in tokens; a job over 4x slower steps at the 1 s cap."""
+    scenario, trial = load_training_scenario(SCENARIOS / "training-recommended.yaml")
+    trial["spec"]["baseline"]["nodes"] = 2
+    trainers = scenario.trainers.model_copy(update={
+        "candidate": scenario.trainers.candidate.model_copy(update={"tokens_per_second": 30000}),
+    })  # fmt: skip
+    played = with_trainers(trial, trainers)["spec"]
+    baseline = json.loads(
+        played["baseline"]["template"]["metadata"]["annotations"]["sandbox.acceltrial.dev/trainer"]
+    )
+    candidate = json.loads(
+        played["candidate"]["podTemplatePatch"]["metadata"]["annotations"][
+            "sandbox.acceltrial.dev/trainer"
+        ]
+    )
+    assert baseline["tokensPerSecond"] * baseline["stepSeconds"] == pytest.approx(
+        candidate["tokensPerSecond"] * candidate["stepSeconds"]
+    )
+    assert baseline["stepSeconds"] == pytest.approx(0.25)
+    assert candidate["stepSeconds"] == pytest.approx(0.25 * 80000 / 30000)
+
+    slow = trainers.model_copy(update={
+        "candidate": trainers.candidate.model_copy(update={"tokens_per_second": 10000}),
+    })  # fmt: skip
+    capped = with_trainers(trial, slow)["spec"]["candidate"]["podTemplatePatch"]
+    assert json.loads(capped["metadata"]["annotations"]["sandbox.acceltrial.dev/trainer"])[
+        "stepSeconds"
+    ] == pytest.approx(1.0)
 
 
 USER_WRITTEN = sorted((REPO / "tests" / "fixtures" / "user-scenarios").glob("*.yaml"))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +17,7 @@ from acceltrial_testbed.demo.training import (
     training_topology,
     with_trainers,
 )
+from acceltrial_testbed.sandbox.trainer import TRAINER, Behaviour
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "examples" / "scenarios"
@@ -57,16 +58,22 @@ def test_each_training_scenario_loads_and_its_pods_get_the_trainers(path: Path) 
     assert groups["p4d.24xlarge"].allocatable["nvidia.com/gpu"] == "8"
     assert groups["trn1.32xlarge"].allocatable["aws.amazon.com/neuron"] == "16"
     assert [t.key for t in groups["trn1.32xlarge"].taints] == ["aws.amazon.com/neuron"]
-    played = with_trainers(trial, scenario.trainers)["spec"]
-    baseline = played["baseline"]["template"]["metadata"]["annotations"]
-    candidate = played["candidate"]["podTemplatePatch"]["metadata"]["annotations"]
-    baseline_trainer = json.loads(baseline["sandbox.acceltrial.dev/trainer"])
-    candidate_trainer = json.loads(candidate["sandbox.acceltrial.dev/trainer"])
-    assert baseline_trainer["tokensPerSecond"] == 40000
-    assert candidate_trainer["tokensPerSecond"] == 58750
+    baseline, candidate = trainers_of(with_trainers(trial, scenario.trainers))
+    assert baseline.tokens_per_second == 40000
+    assert candidate.tokens_per_second == 58750
     # A step carries the same tokens on both jobs: the faster steps every 0.25 s.
-    assert candidate_trainer["stepSeconds"] == pytest.approx(0.25)
-    assert baseline_trainer["stepSeconds"] == pytest.approx(0.25 * 58750 / 40000)
+    assert candidate.step_seconds == pytest.approx(0.25)
+    assert baseline.step_seconds == pytest.approx(0.25 * 58750 / 40000)
+
+
+def trainers_of(played: dict[str, Any]) -> tuple[Behaviour, Behaviour]:
+    """The behaviours the played trial's baseline and candidate pods carry."""
+    spec = played["spec"]
+    templates = (spec["baseline"]["template"], spec["candidate"]["podTemplatePatch"])
+    baseline, candidate = (
+        Behaviour.model_validate_json(t["metadata"]["annotations"][TRAINER]) for t in templates
+    )
+    return baseline, candidate
 
 
 def test_a_step_carries_the_same_tokens_on_both_jobs_of_any_size() -> None:
@@ -78,28 +85,18 @@ def test_a_step_carries_the_same_tokens_on_both_jobs_of_any_size() -> None:
     trainers = scenario.trainers.model_copy(update={
         "candidate": scenario.trainers.candidate.model_copy(update={"tokens_per_second": 30000}),
     })  # fmt: skip
-    played = with_trainers(trial, trainers)["spec"]
-    baseline = json.loads(
-        played["baseline"]["template"]["metadata"]["annotations"]["sandbox.acceltrial.dev/trainer"]
+    baseline, candidate = trainers_of(with_trainers(trial, trainers))
+    assert baseline.tokens_per_second * baseline.step_seconds == pytest.approx(
+        candidate.tokens_per_second * candidate.step_seconds
     )
-    candidate = json.loads(
-        played["candidate"]["podTemplatePatch"]["metadata"]["annotations"][
-            "sandbox.acceltrial.dev/trainer"
-        ]
-    )
-    assert baseline["tokensPerSecond"] * baseline["stepSeconds"] == pytest.approx(
-        candidate["tokensPerSecond"] * candidate["stepSeconds"]
-    )
-    assert baseline["stepSeconds"] == pytest.approx(0.25)
-    assert candidate["stepSeconds"] == pytest.approx(0.25 * 80000 / 30000)
+    assert baseline.step_seconds == pytest.approx(0.25)
+    assert candidate.step_seconds == pytest.approx(0.25 * 80000 / 30000)
 
     slow = trainers.model_copy(update={
         "candidate": trainers.candidate.model_copy(update={"tokens_per_second": 10000}),
     })  # fmt: skip
-    capped = with_trainers(trial, slow)["spec"]["candidate"]["podTemplatePatch"]
-    assert json.loads(capped["metadata"]["annotations"]["sandbox.acceltrial.dev/trainer"])[
-        "stepSeconds"
-    ] == pytest.approx(1.0)
+    _, capped = trainers_of(with_trainers(trial, slow))
+    assert capped.step_seconds == pytest.approx(1.0)
 
 
 USER_WRITTEN = sorted((REPO / "tests" / "fixtures" / "user-scenarios").glob("*.yaml"))

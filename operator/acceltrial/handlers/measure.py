@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from acceltrial.api.durations import duration_seconds
 from acceltrial.api.status import TrialStatus
-from acceltrial.engine.analysis import MeasurementWindow
+from acceltrial.engine.analysis import MeasurementWindow, Reading
 from acceltrial.engine.capacity_gate import capacity_per_pod
 from acceltrial.engine.capacity_sweep import SweepOutcome
 from acceltrial.engine.costing import cost_figures, plan_cost_inputs
@@ -99,12 +99,24 @@ def _one_value(
 ) -> float | None:
     """The single finite value ``request`` reads over ``window``; None when it reads none (or
     the query fails)."""
+    return _single(_readings(snapshot, [request], window).get(request.criterion))
+
+
+def _readings(
+    snapshot: TickSnapshot, requests: list[MetricRequest], window: MeasurementWindow
+) -> dict[str, Reading]:
+    """What ``requests`` read over ``window``, asked together, by criterion; none when the
+    queries cannot be put or fail."""
     try:
-        reading = collect([request], _source(snapshot), snapshot.targets, window).readings.get(
-            (request.criterion, request.variant)
-        )
+        collected = collect(requests, _source(snapshot), snapshot.targets, window).readings
     except (RequestError, SecretProblem):
-        return None
+        return {}
+    return {r.criterion: collected[r.criterion, r.variant] for r in requests
+            if (r.criterion, r.variant) in collected}  # fmt: skip
+
+
+def _single(reading: Reading | None) -> float | None:
+    """The reading's one finite value; None when it has not exactly one, or failed."""
     if reading is None or reading.error is not None or len(reading.values) != 1:
         return None
     value = reading.values[0]
@@ -141,21 +153,25 @@ def baseline_request_shape(snapshot: TickSnapshot, now: datetime) -> BaselineSha
     if not all(offers(analysis.preset, metric) for metric in REQUEST_SHAPE_METRICS):
         return f"analysis.preset {analysis.preset} reads no token histograms"
     window = operating_window(snapshot, now)
-    means = [
-        _one_value(snapshot, MetricRequest(f"baseline-{m}", "baseline", PresetMetric(m)), window)
-        for m in REQUEST_SHAPE_METRICS
-    ]
-    prompt, generated = means
+    # The generated tokens' reading also counts the requests behind the means.
+    counted = PresetMetric(REQUESTS_METRIC) if offers(analysis.preset, REQUESTS_METRIC) else None
+    prompt_metric, generated_metric = REQUEST_SHAPE_METRICS
+    prompt_request = MetricRequest("baseline-prompt", "baseline", PresetMetric(prompt_metric))
+    generated_request = MetricRequest(
+        "baseline-generated", "baseline", PresetMetric(generated_metric), requests=counted
+    )
+    read = _readings(snapshot, [prompt_request, generated_request], window)
+    prompt = _single(read.get(prompt_request.criterion))
+    generated = _single(read.get(generated_request.criterion))
     if prompt is None or generated is None or prompt < 0.5 or generated < 0.5:
         return (
             "the baseline's mean tokens per request could not be read from its token "
             "histograms (no request finished, or the query failed)"
         )
-    counted = None
-    if offers(analysis.preset, REQUESTS_METRIC):
-        request = MetricRequest("baseline-requests", "baseline", PresetMetric(REQUESTS_METRIC))
-        counted = _one_value(snapshot, request, window)
-    requests = None if counted is None or counted < 0 else round(counted)
+    served = read[generated_request.criterion].requests
+    requests = None
+    if served is not None and math.isfinite(served) and served >= 0:
+        requests = round(served)
     return BaselineShape(round(prompt), round(generated), requests)
 
 

@@ -175,30 +175,16 @@ def _node_group(variant: str, instance: str, count: int) -> NodeGroup:
     })  # fmt: skip
 
 
-FASTEST_STEP_SECONDS = 0.25
-"""The faster job's seconds per step in a demo (time compressed: the logged throughput is the
-scenario's)."""
-SLOWEST_STEP_SECONDS = 1.0
-"""The slower job's step is capped here (a job over 4x slower), to keep a demo within its
-timeout; its seconds per step then understate how much slower it is."""
-
-
 def with_trainers(trial: Manifest, trainers: Trainers, seed: int = 0) -> Manifest:
     """The trial whose pods play the scenario's trainers (and that kwok leaves running until
     the trainer ends them)."""
     spec = trial["spec"]
     length = int(spec["run"].get("sequenceLength") or 4096)
-    played = {"baseline": trainers.baseline, "candidate": trainers.candidate}
-    job_rates = {v: t.tokens_per_second * int(spec[v].get("nodes", 1)) for v, t in played.items()}
-    # Both jobs train the same global batch, so a step carries the same tokens on both and
-    # takes them over the job's speed, as on a real cluster: the faster job steps every
-    # FASTEST_STEP_SECONDS.
-    tokens_per_step = max(job_rates.values()) * FASTEST_STEP_SECONDS
 
     def annotations(variant: str, trainer: Trainer) -> dict[str, str]:
-        step = min(tokens_per_step / job_rates[variant], SLOWEST_STEP_SECONDS)
+        nodes = int(spec[variant].get("nodes", 1))
         behaviour = Behaviour(
-            tokens_per_second=job_rates[variant], step_seconds=step,
+            tokens_per_second=trainer.tokens_per_second * nodes,
             startup_seconds=trainer.startup_seconds, loss=trainer.loss, fails=trainer.fails,
             format=trainer.format, sequence_length=length, seed=seed,
             utilization=trainer.utilization, logs_throughput=trainer.logs_throughput,

@@ -229,7 +229,7 @@ def test_the_cli_reports_a_broken_scenario_without_a_traceback(tmp_path: Path) -
 def test_speed_divides_the_durations_and_refuses_an_unmeasurable_interval() -> None:
     _, trial = load_scenario(SCENARIOS / "promote.yaml")
     faster = at_speed(trial, 0.5)["spec"]
-    assert [s["duration"] for s in faster["steps"]] == ["12s", "12s", "12s"]
+    assert [s["duration"] for s in faster["steps"]] == ["18s", "18s", "18s"]
     assert faster["analysis"]["interval"] == "6s"
     with pytest.raises(ValueError, match=r"spec.analysis.interval 1s, shorter than the 2s"):
         at_speed(trial, 3)

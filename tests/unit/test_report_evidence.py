@@ -88,3 +88,38 @@ def test_a_report_before_any_count_says_so() -> None:
     report = report_of([])
     assert report.evidence == []
     assert "No request was counted for any criterion yet." in markdown(report)
+
+
+def test_a_costs_step_says_its_ratio_with_the_interval_its_requests_give() -> None:
+    """A unit cost is a price times utilization over a rate, and a rate of n requests varies by
+    1/sqrt(n): the ratio's logarithm by sqrt(1/n_candidate + 1/n_baseline). By hand: 0.19/0.32 =
+    0.59375, sqrt(1/125 + 1/130) = 0.125269, times 1.959964 = 0.245523, e^0.245523 = 1.27829:
+    0.46449 to 0.75898. The bake, the baseline serving nothing: 0.19 on 120 requests,
+    e^(1.959964 / sqrt(120)) = 1.195923: 0.15887 to 0.22723."""
+    spec = make_spec(
+        analysis={
+            "criteria": [
+                {"name": "cost", "metric": "cost_per_million_tokens", "relative": {"max": 0.9}}
+            ]
+        }
+    )
+    rows = [
+        CriterionEvidence(
+            criterion="cost", step=2, weight=25, windows=2, candidate_requests=125,
+            baseline_requests=130, candidate_value_sum=0.19 * 125, baseline_value_sum=0.32 * 130,
+        ),
+        CriterionEvidence(
+            criterion="cost", step=0, weight=100, windows=2, candidate_requests=120,
+            baseline_requests=0, candidate_value_sum=0.19 * 120,
+        ),
+    ]  # fmt: skip
+    status = TrialStatus(phase="BakingIn", step=3, canary_weight=100, criteria_hash="abc",
+                         original=ORIGINAL, evidence=rows)  # fmt: skip
+
+    report = update_report(None, ReportInputs(spec, status, TRIAL, T0))
+
+    said = {r.step: r.how_sure for r in report.evidence}
+    assert said[2] == (
+        "0.59x the baseline's on 125 and 130 requests; 95% interval 0.46x to 0.76x from the counts"
+    )
+    assert said[0] == "0.19 on 120 requests; 95% interval 0.1589 to 0.2272 from the count"

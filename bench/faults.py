@@ -44,9 +44,7 @@ from typing import Any, Literal
 
 import yaml
 from tests.conftest import REPO
-from tests.integration.prometheus_server import running_prometheus
-from tests.integration.simulated import STEADY, profile, serving
-from tests.integration.test_lifecycle_e2e import (
+from tests.integration.e2e_kit import (
     BACKENDS,
     ROUTE,
     backend_of,
@@ -54,6 +52,8 @@ from tests.integration.test_lifecycle_e2e import (
     trial,
     without_defaults,
 )
+from tests.integration.prometheus_server import running_prometheus
+from tests.integration.simulated import STEADY, profile, serving
 from tests.sandbox.conftest import Api, served
 
 from acceltrial_testbed.sandbox.access import Access

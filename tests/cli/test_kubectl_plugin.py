@@ -25,7 +25,7 @@ from acceltrial.engine.report import ReportInputs, update_report
 from acceltrial.engine.ticks import Measurement
 from tests.cli.browser import rendered_text, screenshot
 from tests.conftest import REPO, tool
-from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.integration.e2e_kit import BACKENDS, backend_of
 from tests.sandbox.conftest import Api, Backend, served
 
 TRIALS = "/apis/acceltrial.dev/v1alpha1/namespaces/ml/acceleratortrials"

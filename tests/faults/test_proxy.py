@@ -22,8 +22,8 @@ from acceltrial.providers.metrics.prometheus import (
     PrometheusServerError,
 )
 from acceltrial_testbed.sandbox.kubeconfig import write_kubeconfig
+from tests.integration.e2e_kit import BACKENDS, backend_of
 from tests.integration.http_stub import Responder, http_server
-from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
 from tests.sandbox.conftest import CONFIGMAPS, Api, Backend, configmap
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ from acceltrial.api.trial import TRIAL_GVR
 from acceltrial.engine.candidate import TrialRef
 from acceltrial.kube.gateway import Kube
 from tests.conftest import REPO
-from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.integration.e2e_kit import BACKENDS, backend_of
 from tests.sandbox.conftest import IMMEDIATE, Api, Backend, served
 
 PLANE = "real" if "real" in BACKENDS else "emulator"

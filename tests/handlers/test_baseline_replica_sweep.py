@@ -21,7 +21,7 @@ from acceltrial_testbed.sandbox.fleet.model_server import ModelServers, model_en
 from acceltrial_testbed.sandbox.topology import load_topology
 from tests.handlers.conftest import PLANE, create_trial, trial_spec
 from tests.handlers.test_quality_reads import wait_for_ready_pods
-from tests.integration.test_lifecycle_e2e import control_plane
+from tests.integration.e2e_kit import control_plane
 from tests.sandbox.conftest import Api, Backend
 
 SHAPE = LoadShape(prompt_tokens=8, generated_tokens=4)

@@ -23,7 +23,7 @@ from acceltrial.providers.quality.services import prompt_set
 from acceltrial_testbed.sandbox.fleet.model_server import ModelServers, model_endpoint
 from acceltrial_testbed.sandbox.topology import load_topology
 from tests.handlers.conftest import PLANE, create_trial, trial_spec
-from tests.integration.test_lifecycle_e2e import control_plane
+from tests.integration.e2e_kit import control_plane
 from tests.sandbox.conftest import Api, Backend
 
 PROMPTS = '{"prompt": "The capital of France is"}\n{"prompt": "Steps to make tea:"}\n' + (

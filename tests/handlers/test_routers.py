@@ -17,7 +17,7 @@ from acceltrial.providers.routing.port import RoutingProblem
 from acceltrial.providers.routing.registry import ROUTERS
 from acceltrial.providers.routing.replicas import ReplicasRouter
 from tests.handlers.conftest import ROUTE, create_trial, trial_spec
-from tests.integration.test_lifecycle_e2e import without_defaults
+from tests.integration.e2e_kit import without_defaults
 from tests.sandbox.conftest import Api
 
 ROUTES = "/apis/gateway.networking.k8s.io/v1/namespaces/{}/httproutes/llama3"

@@ -24,10 +24,7 @@ import yaml
 
 from acceltrial_testbed.sandbox.topology import Topology
 from tests.conftest import REPO
-from tests.integration.operator_account import operator_kubeconfig
-from tests.integration.prometheus_server import running_prometheus
-from tests.integration.simulated import STEADY, profile, serving
-from tests.integration.test_lifecycle_e2e import (
+from tests.integration.e2e_kit import (
     BACKENDS,
     ROUTE,
     TRIALS,
@@ -38,6 +35,9 @@ from tests.integration.test_lifecycle_e2e import (
     trial,
     wait_for,
 )
+from tests.integration.operator_account import operator_kubeconfig
+from tests.integration.prometheus_server import running_prometheus
+from tests.integration.simulated import STEADY, profile, serving
 from tests.sandbox.conftest import (
     IMMEDIATE,
     Api,

@@ -16,7 +16,7 @@ import pytest
 
 from acceltrial.api.reasons import CRITERION_FAILED
 from acceltrial_testbed.sandbox.access import Access
-from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
+from tests.integration.e2e_kit import (  # fixtures and helpers, one instance per module
     ROUTE,
     api,
     backend_refs,

@@ -28,7 +28,7 @@ from acceltrial_testbed.sandbox.fleet.serving import metrics_endpoint, serve_exp
 from acceltrial_testbed.sandbox.fleet.traffic import Entry
 from acceltrial_testbed.sandbox.prometheus import PrometheusServer
 from tests.conftest import tool
-from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.integration.e2e_kit import BACKENDS, backend_of
 from tests.sandbox.conftest import IMMEDIATE
 
 pytestmark = pytest.mark.slow

@@ -20,8 +20,7 @@ from hypothesis import given
 
 from acceltrial.api.validation import validate_trial
 from tests.hostile.strategies import FUZZ, TRIED, hostile_manifests
-from tests.integration.operator_account import operator_kubeconfig
-from tests.integration.test_lifecycle_e2e import (
+from tests.integration.e2e_kit import (
     BACKENDS,
     CRDS,
     TRIALS,
@@ -30,6 +29,7 @@ from tests.integration.test_lifecycle_e2e import (
     start_operator,
     trial,
 )
+from tests.integration.operator_account import operator_kubeconfig
 from tests.sandbox.conftest import Api, eventually
 
 pytestmark = pytest.mark.slow

@@ -22,10 +22,7 @@ from botocore.session import Session
 from moto.server import ThreadedMotoServer
 
 from tests.conftest import REPO
-from tests.integration.operator_account import operator_kubeconfig
-from tests.integration.prometheus_server import running_prometheus
-from tests.integration.simulated import STEADY, serving
-from tests.integration.test_lifecycle_e2e import (
+from tests.integration.e2e_kit import (
     BACKENDS,
     CRDS,
     ROUTE,
@@ -37,6 +34,9 @@ from tests.integration.test_lifecycle_e2e import (
     start_operator,
     wait_for,
 )
+from tests.integration.operator_account import operator_kubeconfig
+from tests.integration.prometheus_server import running_prometheus
+from tests.integration.simulated import STEADY, serving
 from tests.sandbox.conftest import Api, Backend, why
 from tests.together import Batch, start_together, together
 

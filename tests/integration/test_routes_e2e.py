@@ -45,7 +45,7 @@ from acceltrial_testbed.sandbox.fleet.model import ServingProfile
 from acceltrial_testbed.sandbox.fleet.traffic import Entry, read_cluster, resolved_rules
 from acceltrial_testbed.sandbox.objects import pod_ready
 from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
-from tests.integration.test_lifecycle_e2e import BACKENDS, backend_of
+from tests.integration.e2e_kit import BACKENDS, backend_of
 from tests.sandbox.conftest import IMMEDIATE, Api, Backend, eventually
 
 GATEWAY_API_VERSION = "v1.6.3"  # as scripts/control-plane.sh

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from acceltrial_testbed.sandbox.cluster import Sandbox
-from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
+from tests.integration.e2e_kit import (  # fixtures and helpers, one instance per module
     act,
     api,
     cluster,

@@ -28,8 +28,8 @@ from acceltrial_testbed.sandbox.realplane.plane import RealControlPlane
 from acceltrial_testbed.sandbox.topology import NodeGroup, Topology
 from acceltrial_testbed.sandbox.trainer import HOLD, TRAINER, Behaviour
 from tests.conftest import EXAMPLES, REPO, environ_with
+from tests.integration.e2e_kit import start_operator
 from tests.integration.operator_account import operator_kubeconfig
-from tests.integration.test_lifecycle_e2e import start_operator
 from tests.sandbox.conftest import CRDS, Api, eventually, require_real_control_plane, served
 
 pytestmark = pytest.mark.slow

@@ -20,8 +20,7 @@ import yaml
 
 from acceltrial_testbed.sandbox.cluster import Sandbox
 from tests.conftest import REPO, environ_with
-from tests.integration.test_crash_safety import TERMINAL, RouteWatch
-from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one instance per module
+from tests.integration.e2e_kit import (  # fixtures and helpers, one instance per module
     ROUTE,
     api,
     backend_refs,
@@ -30,6 +29,7 @@ from tests.integration.test_lifecycle_e2e import (  # fixtures and helpers, one 
     prometheus_url,
     start,
 )
+from tests.integration.test_crash_safety import TERMINAL, RouteWatch
 from tests.sandbox.conftest import Api
 from tests.together import Batch, start_together, together
 

@@ -20,14 +20,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from acceltrial_testbed.sandbox.topology import Topology
-from tests.conftest import REPO
-from tests.integration.e2e_kit import (
+from tests.integration.e2e_kit import (  # the api fixture, one instance per module
     BACKENDS,
     ROUTE,
     TRIALS,
+    api,
     backend_refs,
     candidate_exists,
     control_plane,
@@ -47,8 +46,8 @@ from tests.sandbox.conftest import (
 )
 
 pytestmark = pytest.mark.slow
+__all__ = ["api"]  # a re-exported fixture
 
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 NODES = "/api/v1/nodes"
 NEURON_TAINT = {"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"}
 INF2 = {"cpu": "31850m", "memory": "120Gi", "pods": "234",
@@ -97,14 +96,6 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
     and the managed node groups), else the emulator."""
     with control_plane(request.param, TOPOLOGY) as plane:
         yield plane
-
-
-@pytest.fixture(scope="module")
-def api(cluster: Backend) -> Api:
-    api = Api.to(cluster.access)
-    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
-    assert api.post(CRDS, crd).status == 201
-    return api
 
 
 @pytest.fixture(scope="module")

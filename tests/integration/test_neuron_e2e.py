@@ -17,15 +17,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from botocore.session import Session
 from moto.server import ThreadedMotoServer
 
-from tests.conftest import REPO
-from tests.integration.e2e_kit import (
+from tests.integration.e2e_kit import (  # the api fixture, one instance per module
     BACKENDS,
-    CRDS,
     ROUTE,
+    api,
     backend_of,
     backend_refs,
     candidate_exists,
@@ -41,6 +39,7 @@ from tests.sandbox.conftest import Api, Backend, why
 from tests.together import Batch, start_together, together
 
 pytestmark = pytest.mark.slow
+__all__ = ["api"]  # a re-exported fixture
 
 PROFILES = {
     ("compile-fails", "baseline"): STEADY,
@@ -74,14 +73,6 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
     server), else the emulator; both with ACCELTRIAL_E2E_REAL=1."""
     with backend_of(request.param, nodes_per_group=8) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def api(cluster: Backend) -> Api:
-    api = Api.to(cluster.access)
-    crd = yaml.safe_load((REPO / "crds" / "acceltrial.dev_acceleratortrials.yaml").read_text())
-    assert api.post(CRDS, crd).status == 201
-    return api
 
 
 @pytest.fixture(scope="module")

@@ -468,7 +468,9 @@ def test_without_a_capacity_test_the_same_candidate_fails_users_in_the_bake(demo
     """capacity-measured ends before any user's request reaches the candidate. Without its
     capacityTest the utilization projection (35% busy at full load: about 57 requests/s a pod)
     finds it cheaper, promotes it at one replica, and once all traffic is on it that one pod
-    refuses what it cannot carry: users get errors and the bake rolls back."""
+    refuses what it cannot carry: users get errors and slow answers, and the bake rolls back on
+    whichever of the two a sequential test tells first (errors more often; p99 latency in one
+    developer run, mt60)."""
     ran = demos["unmeasured"].result()
     assert ran.problem is None, ran.problem
 
@@ -500,10 +502,13 @@ def run_unmeasured(name: str, folder: Path, control_plane: str) -> None:
     scenario = yaml.safe_load(source.read_text())
     scenario["trial"] = {"file": str(source.parent / scenario["trial"]["file"])}
     scenario["topology"] = str(source.parent / scenario["topology"])
-    scenario["expect"] = {"phase": "RolledBack", "reason": "errors", "servedBy": "baseline"}
+    scenario["expect"] = {"phase": "RolledBack", "servedBy": "baseline"}
     done, status = run_changed(scenario, folder / "unmeasured.yaml", control_plane)
     assert status["promotion"]["replicas"] == 1, "the projection asked for one pod"
-    assert "at 100%" in status["decision"]["reason"], "users were exposed"
+    reason = status["decision"]["reason"]
+    assert "at 100%" in reason, "users were exposed"
+    harmed = ("errors:", "p99-latency:", "mean-latency:")
+    assert reason.startswith(harmed), f"rolled back on what users met, not on {reason!r}"
     assert "Users' requests the candidate answered: 0" not in done.stdout
 
 
